@@ -1,0 +1,46 @@
+# The README's two commands. Both bootstrap .venv themselves, so a fresh clone needs only Python 3.11+.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+DATA_DIR ?= ./data
+METRICS_PORT ?= 9404
+
+.PHONY: run test lint typecheck contracts pytest clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(STAMP)
+
+## make run: start the broker on 127.0.0.1:9092, data in ./data, Prometheus metrics on :9404
+run: $(STAMP)
+	$(BIN)/minikafka serve --config config/server.properties \
+		--override log.dirs=$(DATA_DIR) \
+		--override minikafka.metrics.port=$(METRICS_PORT)
+
+## make test: lint, import contracts, type checks, then the whole test suite
+test: lint contracts typecheck pytest
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check protocol storage cleaner broker tests bench
+
+contracts: $(TEST_STAMP)
+	$(BIN)/lint-imports
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy
+
+pytest: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -ra
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

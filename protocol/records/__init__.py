@@ -1,0 +1,1 @@
+"""protocol.records package."""
