@@ -30,9 +30,11 @@ class KafkaError(Exception):
         super().__init_subclass__(**kwargs)
         ERROR_CLASSES[cls.error_code] = cls
 
-    def __init__(self, message: str = "") -> None:
+    def __init__(self, message: str = "", record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message or self.error_code.name)
         self.message = message
+        #: Produce v8+ per-record errors: (batch_index, message) pairs.
+        self.record_errors = record_errors
 
 
 class UnknownServerError(KafkaError):
@@ -207,6 +209,8 @@ class InvalidReplicationAssignmentError(KafkaError):
 
 
 class InvalidConfigError(KafkaError):
+    """A config value broke a rule; the message names the key, the value and the rule."""
+
     error_code = ErrorCode.INVALID_CONFIG
 
 
