@@ -1,0 +1,341 @@
+"""Zero-copy view of Kafka v2 record batches (magic 2), plus in-place header patches.
+
+Layout (big-endian, offsets from the batch start; see kafka-protocol-notes §5.1)::
+
+    0 baseOffset q | 8 batchLength i | 12 partitionLeaderEpoch i | 16 magic b | 17 crc I |
+    21 attributes h | 23 lastOffsetDelta i | 27 baseTimestamp q | 35 maxTimestamp q |
+    43 producerId q | 51 producerEpoch h | 53 baseSequence i | 57 recordsCount i | 61 records
+
+The CRC (CRC-32C) covers bytes 21..end, so the broker patches baseOffset and partitionLeaderEpoch
+without recomputing it. Header fields are read lazily with ``struct.unpack_from`` straight from
+the caller's buffer, so a view always reflects in-place patches made after it was created.
+
+``records()`` speed (1,000 batches x 1,000 records, 10-byte key, 64-byte value, 1 header,
+uncompressed; ``.venv/bin/python -m protocol.records.bench``, 2-vCPU EPYC, CPython 3.11):
+see BENCHMARK below — aiokafka's Cython ``DefaultRecordBatch`` is used when importable, else the
+pure-Python varint loop in ``protocol.records.record``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import crc32c
+
+from protocol.errors import CorruptMessageError
+from protocol.records.attributes import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    DELETE_HORIZON_FLAG_MASK,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    CompressionType,
+    TimestampType,
+)
+from protocol.records.compression import decompress
+from protocol.records.record import Record, decode_records, scan_keys
+
+try:
+    from aiokafka.record._crecords.default_records import DefaultRecordBatch as _CDefaultRecordBatch
+except ImportError:  # pragma: no cover - depends on the aiokafka build
+    _CDefaultRecordBatch = None
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "MAGIC_V2",
+    "CompressionType",
+    "Record",
+    "RecordBatch",
+    "TimestampType",
+    "iter_batches",
+    "set_base_offset",
+    "set_max_timestamp_and_type",
+    "set_partition_leader_epoch",
+]
+
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12
+MAGIC_V2 = 2
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+_MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+_SEQUENCE_WRAP = 2**31 - 1
+
+_Buffer = bytes | bytearray | memoryview
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == BATCH_HEADER_SIZE
+
+
+class RecordBatch:
+    """Zero-copy view of one v2 batch inside a buffer (bytes/bytearray/memoryview) at `position`.
+
+    Owns nothing: it reads the caller's buffer on every access. Not thread-safe if another thread
+    patches the buffer; reading an immutable buffer from several threads is safe.
+    """
+
+    __slots__ = ("_buffer", "_position")
+
+    def __init__(self, buffer: _Buffer, position: int = 0) -> None:
+        if position < 0 or len(buffer) - position < BATCH_HEADER_SIZE:
+            raise CorruptMessageError(
+                f"record batch header needs {BATCH_HEADER_SIZE} bytes, "
+                f"{max(0, len(buffer) - position)} available at position {position}"
+            )
+        self._buffer = buffer
+        self._position = position
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"records_count={self.records_count}, size_bytes={self.size_bytes}, "
+            f"compression={self.compression_type.name}, attributes={self.attributes:#x})"
+        )
+
+    # -- header fields -------------------------------------------------------------------------
+    @property
+    def position(self) -> int:
+        return self._position
+
+    @property
+    def base_offset(self) -> int:
+        return int(_INT64.unpack_from(self._buffer, self._position)[0])
+
+    @property
+    def batch_length(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 8)[0])
+
+    @property
+    def size_bytes(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 8)[0]) + LOG_OVERHEAD
+
+    @property
+    def partition_leader_epoch(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 12)[0])
+
+    @property
+    def magic(self) -> int:
+        return int(_INT8.unpack_from(self._buffer, self._position + 16)[0])
+
+    @property
+    def crc(self) -> int:
+        return int(_UINT32.unpack_from(self._buffer, self._position + CRC_OFFSET)[0])
+
+    @property
+    def attributes(self) -> int:
+        return int(_INT16.unpack_from(self._buffer, self._position + ATTRIBUTES_OFFSET)[0])
+
+    @property
+    def compression_type(self) -> CompressionType:
+        return CompressionType(self.attributes & COMPRESSION_CODEC_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.has_delete_horizon else None
+
+    @property
+    def last_offset_delta(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 23)[0])
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def base_timestamp(self) -> int:
+        return int(_INT64.unpack_from(self._buffer, self._position + 27)[0])
+
+    @property
+    def max_timestamp(self) -> int:
+        return int(_INT64.unpack_from(self._buffer, self._position + MAX_TIMESTAMP_OFFSET)[0])
+
+    @property
+    def producer_id(self) -> int:
+        return int(_INT64.unpack_from(self._buffer, self._position + 43)[0])
+
+    @property
+    def producer_epoch(self) -> int:
+        return int(_INT16.unpack_from(self._buffer, self._position + 51)[0])
+
+    @property
+    def base_sequence(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 53)[0])
+
+    @property
+    def last_sequence(self) -> int:
+        base_sequence = self.base_sequence
+        if base_sequence == -1:
+            return -1
+        delta = self.last_offset_delta
+        # Kafka's DefaultRecordBatch.incrementSequence: wraps past Integer.MAX_VALUE to 0.
+        if base_sequence > _SEQUENCE_WRAP - delta:
+            return base_sequence - (_SEQUENCE_WRAP - delta) - 1
+        return base_sequence + delta
+
+    @property
+    def records_count(self) -> int:
+        return int(_INT32.unpack_from(self._buffer, self._position + 57)[0])
+
+    # -- bytes and validation ------------------------------------------------------------------
+    def raw(self) -> memoryview:
+        """The whole batch's bytes (a view into the caller's buffer, no copy)."""
+        start = self._position
+        return memoryview(self._buffer)[start : start + self.size_bytes]
+
+    def compute_crc(self) -> int:
+        """CRC-32C over bytes 21..end of the batch (clamped to the buffer if the batch is truncated)."""
+        start = self._position
+        end = min(start + self.size_bytes, len(self._buffer))
+        return int(crc32c.crc32c(memoryview(self._buffer)[start + ATTRIBUTES_OFFSET : end]))
+
+    def _problem(self) -> str | None:
+        magic = self.magic
+        if magic != MAGIC_V2:
+            return f"unsupported record batch magic {magic} (only v2 is accepted)"
+        batch_length = self.batch_length
+        if batch_length < _MIN_BATCH_LENGTH:
+            return f"record batch length {batch_length} is smaller than the {_MIN_BATCH_LENGTH}-byte header"
+        available = len(self._buffer) - self._position
+        if batch_length + LOG_OVERHEAD > available:
+            return f"record batch of {batch_length + LOG_OVERHEAD} bytes is truncated to {available} bytes"
+        if self.records_count < 0:
+            return f"negative records count {self.records_count}"
+        stored, computed = self.crc, self.compute_crc()
+        if stored != computed:
+            return f"record batch CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        return None
+
+    def is_valid(self) -> bool:
+        """magic == 2, sane length that fits the buffer, and the stored CRC matches."""
+        return self._problem() is None
+
+    def ensure_valid(self) -> None:
+        """Raise CorruptMessageError naming the first problem found (see `is_valid`)."""
+        problem = self._problem()
+        if problem is not None:
+            raise CorruptMessageError(f"{problem} (batch at base offset {self.base_offset})")
+
+    # -- records -------------------------------------------------------------------------------
+    def _records_section(self) -> bytes | memoryview:
+        start = self._position + BATCH_HEADER_SIZE
+        end = self._position + self.size_bytes
+        if end > len(self._buffer):
+            raise CorruptMessageError("record batch is truncated")
+        section = memoryview(self._buffer)[start:end]
+        codec = self.compression_type
+        return section if codec == CompressionType.NONE else decompress(codec, section)
+
+    def records(self) -> Iterator[Record]:
+        """Decode every record (decompressing first), with absolute offsets and timestamps.
+
+        For LogAppendTime batches every record's timestamp is the batch max_timestamp. Control
+        batches yield their control record(s) too. Raises CorruptMessageError on malformed records.
+        """
+        if _CDefaultRecordBatch is None or self.attributes & ~0x7F:
+            yield from self._records_python()
+            return
+        raw = self.raw()
+        if len(raw) != self.size_bytes:
+            raise CorruptMessageError("record batch is truncated")
+        try:
+            batch = _CDefaultRecordBatch(bytes(raw))
+            for record in batch:
+                yield Record(record.offset, record.timestamp, record.key, record.value, tuple(record.headers))
+        except CorruptMessageError:
+            raise
+        except Exception as exc:  # aiokafka reports bad records and codec failures with assorted types
+            raise CorruptMessageError(
+                f"malformed records in batch at base offset {self.base_offset}: {exc!r}"
+            ) from None
+
+    def _records_python(self) -> Iterator[Record]:
+        log_append_time_ms = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        section = self._records_section()
+        yield from decode_records(
+            section, self.records_count, self.base_offset, self.base_timestamp, log_append_time_ms
+        )
+
+    def keys(self) -> Iterator[tuple[int, bytes | None]]:
+        """(absolute offset, key) per record without materialising values or headers."""
+        yield from scan_keys(self._records_section(), self.records_count, self.base_offset)
+
+
+def iter_batches(buffer: _Buffer, position: int = 0, end: int | None = None) -> Iterator[RecordBatch]:
+    """Yield consecutive batches in ``buffer[position:end]``.
+
+    Stops silently at a trailing partial batch (header or body running past ``end``). Raises
+    CorruptMessageError for a batch length smaller than the v2 header, since nothing after it
+    can be located. Batches are not CRC-checked here; call `RecordBatch.ensure_valid`.
+    """
+    limit = len(buffer) if end is None else min(end, len(buffer))
+    unpack_length = _INT32.unpack_from
+    while position + LOG_OVERHEAD <= limit:
+        (batch_length,) = unpack_length(buffer, position + 8)
+        if batch_length < _MIN_BATCH_LENGTH:
+            raise CorruptMessageError(
+                f"record batch length {batch_length} at position {position} is smaller than the header"
+            )
+        size = batch_length + LOG_OVERHEAD
+        if position + size > limit:
+            return
+        yield RecordBatch(buffer, position)
+        position += size
+
+
+def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: int) -> None:
+    """Overwrite the base offset in place (not CRC-covered)."""
+    _INT64.pack_into(buffer, position, base_offset)
+
+
+def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, epoch: int) -> None:
+    """Overwrite the partition leader epoch in place (not CRC-covered)."""
+    _INT32.pack_into(buffer, position + 12, epoch)
+
+
+def set_max_timestamp_and_type(
+    buffer: bytearray | memoryview, position: int, timestamp_ms: int, timestamp_type: TimestampType
+) -> None:
+    """Rewrite attribute bit 3 and max_timestamp, then recompute the CRC in place (LogAppendTime)."""
+    (attributes,) = _INT16.unpack_from(buffer, position + ATTRIBUTES_OFFSET)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        new_attributes = attributes | TIMESTAMP_TYPE_MASK
+    else:
+        new_attributes = attributes & ~TIMESTAMP_TYPE_MASK
+    (current_max_timestamp,) = _INT64.unpack_from(buffer, position + MAX_TIMESTAMP_OFFSET)
+    if new_attributes == attributes and current_max_timestamp == timestamp_ms:
+        return
+    _INT16.pack_into(buffer, position + ATTRIBUTES_OFFSET, new_attributes)
+    _INT64.pack_into(buffer, position + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    (batch_length,) = _INT32.unpack_from(buffer, position + 8)
+    end = position + batch_length + LOG_OVERHEAD
+    crc = crc32c.crc32c(memoryview(buffer)[position + ATTRIBUTES_OFFSET : end])
+    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc)
