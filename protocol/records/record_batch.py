@@ -252,7 +252,9 @@ class RecordBatch:
             raise CorruptMessageError("record batch is truncated")
         section = memoryview(self._buffer)[start:end]
         codec = self.compression_type
-        return section if codec == CompressionType.NONE else decompress(codec, section)
+        if codec == CompressionType.NONE or not section:
+            return section
+        return decompress(codec, section)
 
     def records(self) -> Iterator[Record]:
         """Decode every record (decompressing first), with absolute offsets and timestamps.
@@ -260,7 +262,7 @@ class RecordBatch:
         For LogAppendTime batches every record's timestamp is the batch max_timestamp. Control
         batches yield their control record(s) too. Raises CorruptMessageError on malformed records.
         """
-        if _CDefaultRecordBatch is None or self.attributes & ~0x7F:
+        if _CDefaultRecordBatch is None or self.attributes & ~0x7F or self.size_bytes == BATCH_HEADER_SIZE:
             yield from self._records_python()
             return
         raw = self.raw()
