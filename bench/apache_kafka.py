@@ -1,0 +1,314 @@
+"""Run Apache Kafka 4.x (a single KRaft node, from its official Maven Central jars) and its kafka-dump-log.
+
+    python -m bench.apache_kafka fetch   # download the jars into .cache/apache-kafka only
+    python -m bench.apache_kafka run     # start one node and print its bootstrap until Ctrl-C
+
+Used by the interop tests (same client scenario against Apache Kafka and minikafka) and by
+bench/throughput.py. Only ever binds 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from bench.kafka_jars import (
+    DEFAULT_CACHE_DIR,
+    KAFKA_VERSION,
+    KafkaHarnessError,
+    ensure_kafka_jars,
+    find_main_class,
+    java_command,
+)
+
+__all__ = [
+    "ApacheKafka",
+    "DumpResult",
+    "KafkaHarnessError",
+    "check_dump_clean",
+    "dump_log",
+    "ensure_kafka_jars",
+    "free_port",
+]
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 30.0
+
+SERVER_LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.state.name = state.change.logger
+logger.state.level = warn
+"""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def metadata_broker_count(host: str, port: int, timeout_s: float = 2.0) -> int:
+    """Send one Metadata v4 request (all topics) and return how many brokers the answer lists."""
+    client_id = b"minikafka-harness"
+    body = struct.pack(">hhih", 3, 4, 1, len(client_id)) + client_id + struct.pack(">ib", -1, 0)
+    with socket.create_connection((host, port), timeout=timeout_s) as conn:
+        conn.sendall(struct.pack(">i", len(body)) + body)
+        header = _recv_exactly(conn, 4)
+        (size,) = struct.unpack(">i", header)
+        response = _recv_exactly(conn, size)
+    correlation_id, _throttle_ms, broker_count = struct.unpack_from(">iii", response, 0)
+    if correlation_id != 1:
+        raise ConnectionError(f"unexpected correlation id {correlation_id}")
+    count: int = broker_count
+    return count
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = conn.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("connection closed mid-response")
+        chunks += chunk
+    return bytes(chunks)
+
+
+class ApacheKafka:
+    """One single-node KRaft Apache Kafka process (broker+controller) under `work_dir`.
+
+    Owns the JVM subprocess (its own process group), its server.properties, log4j config and log.dirs.
+    Not thread-safe: start and stop it from one thread. Use as a context manager so it is always stopped.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        port: int | None = None,
+        *,
+        heap: str = "512m",
+        properties: dict[str, str] | None = None,
+        lib_dir: Path | None = None,
+    ) -> None:
+        self.work_dir = Path(work_dir)
+        self.port = port if port is not None else free_port()
+        self.controller_port = free_port()
+        self.heap = heap
+        self.extra_properties = dict(properties or {})
+        self.lib_dir = lib_dir
+        self.log_dir = self.work_dir / "kafka-logs"
+        self.server_log = self.work_dir / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def server_properties(self) -> dict[str, str]:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            "num.partitions": "1",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "true",
+        }
+        props.update(self.extra_properties)
+        return props
+
+    def start(self) -> ApacheKafka:
+        lib_dir = self.lib_dir = self.lib_dir or ensure_kafka_jars()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        config = self.work_dir / "server.properties"
+        config.write_text("".join(f"{key}={value}\n" for key, value in self.server_properties().items()))
+        log4j = self.work_dir / "log4j2.properties"
+        log4j.write_text(SERVER_LOG4J2.format(log_file=self.server_log))
+        if not (self.log_dir / "meta.properties").exists():
+            tool = find_main_class(lib_dir, "kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool")
+            fmt_args = ["format", "-t", _kafka_uuid(), "-c", str(config)]
+            fmt = java_command(lib_dir, tool, fmt_args, heap="256m")
+            done = subprocess.run(fmt, capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                raise KafkaHarnessError(f"kafka-storage format failed:\n{done.stdout}\n{done.stderr}")
+        main = find_main_class(lib_dir, "kafka.Kafka")
+        command = java_command(lib_dir, main, [str(config)], heap=self.heap, log4j_config=log4j)
+        with open(self.work_dir / "stdout.log", "ab") as out:
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise KafkaHarnessError(
+                    f"Apache Kafka exited with {self.process.returncode} during startup:\n{self._log_tail()}"
+                )
+            try:
+                if metadata_broker_count(LOOPBACK, self.port) >= 1:
+                    return
+            except (OSError, struct.error, ConnectionError) as exc:
+                last_error = exc
+            time.sleep(0.25)
+        raise KafkaHarnessError(
+            f"Apache Kafka not ready on {self.bootstrap} after {START_TIMEOUT_S}s ({last_error}):\n"
+            + self._log_tail()
+        )
+
+    def _log_tail(self, lines: int = 30) -> str:
+        texts = []
+        for path in (self.work_dir / "stdout.log", self.server_log):
+            if path.exists():
+                texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(texts)
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM the JVM's process group (Kafka shuts down cleanly); SIGKILL after `timeout_s`."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def __enter__(self) -> ApacheKafka:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _kafka_uuid() -> str:
+    """A random Kafka Uuid in its URL-safe base64 form (what `kafka-storage random-uuid` prints)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    stdout: str
+    stderr: str
+    rc: int
+
+
+def dump_log(
+    files: list[Path], deep: bool = True, index_sanity: bool = True, lib_dir: Path | None = None
+) -> DumpResult:
+    """Run Apache Kafka's kafka-dump-log (DumpLogSegments) over `files` (.log, .index, .timeindex, ...).
+
+    With `index_sanity` indexes are only sanity-checked (what LogLoader does); without it every index entry
+    is looked up in its log segment and mismatches are reported — run both for a full check.
+    """
+    if not files:
+        raise ValueError("dump_log needs at least one file")
+    lib = lib_dir or ensure_kafka_jars()
+    main = find_main_class(lib, "org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
+    args = ["--files", ",".join(str(path) for path in files)]
+    if deep:
+        args.append("--deep-iteration")
+    if index_sanity:
+        args.append("--index-sanity-check")
+    command = java_command(lib, main, args, heap="256m")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return DumpResult(stdout=done.stdout, stderr=done.stderr, rc=done.returncode)
+
+
+_PROBLEM_MARKERS = ("invalid bytes", "Mismatches", "Non-consecutive", "isvalid: false", "failed sanity check")
+
+
+def check_dump_clean(result: DumpResult) -> list[str]:
+    """Every problem kafka-dump-log reported in `result`; an empty list means the files read cleanly."""
+    problems = []
+    if result.rc != 0:
+        problems.append(f"kafka-dump-log exited with {result.rc}")
+    for stream_name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        for line in text.splitlines():
+            if any(marker in line for marker in _PROBLEM_MARKERS) or (
+                stream_name == "stderr" and ("Exception" in line or " ERROR " in line or "Error:" in line)
+            ):
+                problems.append(f"{stream_name}: {line.strip()}")
+    return problems
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.apache_kafka", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["fetch", "run"])
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    args = parser.parse_args(argv)
+    lib_dir = ensure_kafka_jars(args.cache_dir)
+    print(f"Apache Kafka {KAFKA_VERSION} jars in {lib_dir}", flush=True)
+    if args.command == "fetch":
+        return 0
+    with tempfile.TemporaryDirectory(prefix="apache-kafka-") as work, ApacheKafka(
+        Path(work), args.port, lib_dir=lib_dir
+    ) as kafka:
+        print(kafka.bootstrap, flush=True)
+        try:
+            while kafka.process is not None and kafka.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
