@@ -6,8 +6,9 @@ delete-horizon batches and when the extension is missing, by the pure-Python enc
 ``protocol.records.record``. The header is always packed here, the records section compressed
 with ``protocol.records.compression`` (cramjam), and the CRC computed with ``crc32c``.
 
-Speed (10-byte key, 64-byte value, 1 header, 1,000 records per batch, uncompressed, 2-vCPU EPYC,
-``.venv/bin/python -m protocol.records.bench``): see that module's docstring for the numbers.
+Speed (``.venv/bin/python -m protocol.records.benchmark 200``; 1,000 records per batch, 10-byte key,
+64-byte value, 1 header, uncompressed, best of 3, shared 2-vCPU EPYC): 2.32 M rec/s through the
+aiokafka encoder, 0.39 M rec/s through the pure-Python encoder (delete-horizon batches).
 """
 
 from __future__ import annotations
