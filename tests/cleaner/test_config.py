@@ -74,8 +74,9 @@ def test_invalid_values_name_key_value_and_rule(key: str, value: str, rule: str)
 
 
 def test_dedupe_buffer_must_exceed_one_mib_per_thread() -> None:
-    CleanerConfig.from_props({"log.cleaner.dedupe.buffer.size": str(2 * 2**20 + 2), "log.cleaner.threads": "2"})
+    two_threads = {"log.cleaner.threads": "2"}
+    CleanerConfig.from_props({"log.cleaner.dedupe.buffer.size": str(2 * 2**20 + 2), **two_threads})
     with pytest.raises(InvalidConfigError, match="at least 1MB per cleaner thread"):
-        CleanerConfig.from_props({"log.cleaner.dedupe.buffer.size": str(2 * 2**20), "log.cleaner.threads": "2"})
-    with pytest.raises(InvalidConfigError, match="log.cleaner.dedupe.buffer.size"):
+        CleanerConfig.from_props({"log.cleaner.dedupe.buffer.size": str(2 * 2**20), **two_threads})
+    with pytest.raises(InvalidConfigError, match=r"log\.cleaner\.dedupe\.buffer\.size"):
         CleanerConfig.from_props({"log.cleaner.threads": "0"})
