@@ -1,0 +1,82 @@
+"""Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+`cleaner-offset-checkpoint`): text `0`, the entry count, then `topic partition offset` lines.
+
+Writes are atomic: a `.tmp` sibling is written and fsynced, renamed over the file, and the directory fsynced.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from protocol.errors import KafkaStorageError
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+_VERSION = 0
+
+TopicPartition = tuple[str, int]
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so renames inside it are durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` crash-safely (tmp + fsync + rename + directory fsync)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class OffsetCheckpointFile:
+    """One checkpoint file; a lock serialises writers, so it is thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def write(self, offsets: Mapping[TopicPartition, int]) -> None:
+        lines = [str(_VERSION), str(len(offsets))]
+        lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
+        with self._lock:
+            atomic_write(self.path, ("\n".join(lines) + "\n").encode())
+
+    def read(self) -> dict[TopicPartition, int]:
+        """The entries, or {} if the file does not exist; KafkaStorageError if it is malformed."""
+        with self._lock:
+            try:
+                text = self.path.read_text()
+            except FileNotFoundError:
+                return {}
+        lines = text.splitlines()
+        try:
+            if int(lines[0]) != _VERSION:
+                raise ValueError(f"unsupported version {lines[0]}")
+            count = int(lines[1])
+            entries: dict[TopicPartition, int] = {}
+            for line in lines[2 : 2 + count]:
+                topic, partition, offset = line.split()
+                entries[(topic, int(partition))] = int(offset)
+            if len(entries) != count:
+                raise ValueError(f"expected {count} entries, found {len(entries)}")
+        except (ValueError, IndexError) as exc:
+            raise KafkaStorageError(f"Malformed line in checkpoint file {self.path}: {exc}") from None
+        return entries

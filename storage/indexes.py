@@ -1,0 +1,218 @@
+"""Sparse segment indexes in Kafka's on-disk format (kafka-protocol-notes §5.2).
+
+`OffsetIndex` (`.index`): 8-byte entries, int32 relative offset + int32 byte position in the `.log`.
+`TimeIndex` (`.timeindex`): 12-byte entries, int64 timestamp + int32 relative offset.
+
+Unlike Kafka we never preallocate: entries are appended to the file as they are made, so the file on disk is
+always exactly N whole entries (Kafka trims its preallocated files on roll/clean shutdown to the same result).
+The capacity (`segment.index.bytes // entry size`) is still enforced so that "index full" rolls the segment.
+Entries are mirrored in memory for lookups.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from pathlib import Path
+
+from protocol.errors import CorruptMessageError
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class IndexCorruptError(CorruptMessageError):
+    """An index file failed its sanity check; the caller rebuilds it from the log."""
+
+
+class _IndexFile:
+    """Shared file handling: load whole entries, append, truncate, trim. Not thread-safe (log lock)."""
+
+    entry_size = 8
+
+    def __init__(self, path: Path, base_offset: int, max_index_size_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_size_bytes // self.entry_size)
+        data = path.read_bytes() if path.exists() else b""
+        self._torn_bytes = len(data) % self.entry_size
+        whole = len(data) - self._torn_bytes
+        self._load(memoryview(data)[:whole])
+        self._file = open(path, "r+b" if path.exists() else "w+b")  # noqa: SIM115 - owned for the index lifetime
+        if self._torn_bytes:
+            self._file.truncate(whole)
+        self._file.seek(0, os.SEEK_END)
+
+    def _load(self, data: memoryview) -> None:
+        raise NotImplementedError
+
+    @property
+    def entries(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        return self.entries * self.entry_size
+
+    def _write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def _truncate_entries(self, count: int) -> None:
+        self._file.flush()
+        self._file.truncate(count * self.entry_size)
+        self._file.seek(0, os.SEEK_END)
+
+    def flush(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            self._file.close()
+
+    def rename_to(self, path: Path) -> None:
+        self._file.flush()
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    def _relative(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= 0x7FFFFFFF:
+            raise ValueError(f"offset {offset} does not fit relative to base offset {self.base_offset}")
+        return relative
+
+
+class OffsetIndex(_IndexFile):
+    """Offset -> file position lookup for one segment. Not thread-safe: the caller holds the log lock."""
+
+    entry_size = 8
+
+    def _load(self, data: memoryview) -> None:
+        self._relative_offsets: list[int] = []
+        self._positions: list[int] = []
+        for relative, position in _OFFSET_ENTRY.iter_unpack(data):
+            self._relative_offsets.append(relative)
+            self._positions.append(position)
+
+    @property
+    def entries(self) -> int:
+        return len(self._relative_offsets)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + (self._relative_offsets[-1] if self._relative_offsets else 0)
+
+    def entry(self, n: int) -> tuple[int, int]:
+        return self.base_offset + self._relative_offsets[n], self._positions[n]
+
+    def append(self, offset: int, position: int) -> None:
+        if self.is_full:
+            raise ValueError(f"offset index {self.path} is full")
+        relative = self._relative(offset)
+        if self._relative_offsets and relative <= self._relative_offsets[-1]:
+            raise ValueError(f"offset index entry {offset} is not above the last one ({self.last_offset})")
+        self._relative_offsets.append(relative)
+        self._positions.append(position)
+        self._write(_OFFSET_ENTRY.pack(relative, position))
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry <= offset, or (base_offset, 0)."""
+        i = bisect.bisect_right(self._relative_offsets, offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._relative_offsets[i], self._positions[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= `offset`."""
+        keep = bisect.bisect_left(self._relative_offsets, offset - self.base_offset)
+        del self._relative_offsets[keep:]
+        del self._positions[keep:]
+        self._truncate_entries(keep)
+
+    def sanity_check(self, log_size_bytes: int) -> None:
+        """Raise IndexCorruptError unless offsets and positions strictly rise and stay inside the log."""
+        if self._torn_bytes:
+            raise IndexCorruptError(f"index {self.path} had {self._torn_bytes} trailing bytes")
+        previous_offset, previous_position = -1, -1
+        for relative, position in zip(self._relative_offsets, self._positions):
+            if relative <= previous_offset or position <= previous_position or position >= log_size_bytes:
+                raise IndexCorruptError(f"corrupt offset index {self.path} at relative offset {relative}")
+            previous_offset, previous_position = relative, position
+
+
+class TimeIndex(_IndexFile):
+    """Timestamp -> offset lookup for one segment. Not thread-safe: the caller holds the log lock."""
+
+    entry_size = 12
+
+    def _load(self, data: memoryview) -> None:
+        self._timestamps: list[int] = []
+        self._relative_offsets: list[int] = []
+        for timestamp, relative in _TIME_ENTRY.iter_unpack(data):
+            self._timestamps.append(timestamp)
+            self._relative_offsets.append(relative)
+
+    @property
+    def entries(self) -> int:
+        return len(self._timestamps)
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry, or (-1, base_offset) when empty."""
+        if not self._timestamps:
+            return -1, self.base_offset
+        return self._timestamps[-1], self.base_offset + self._relative_offsets[-1]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        return self._timestamps[n], self.base_offset + self._relative_offsets[n]
+
+    def maybe_append(self, timestamp_ms: int, offset: int, *, skip_full_check: bool = False) -> None:
+        """Append unless the timestamp is not larger than the last entry's (timestamps strictly rise)."""
+        if self._timestamps and timestamp_ms <= self._timestamps[-1]:
+            return
+        if timestamp_ms < 0:
+            return
+        relative = self._relative(offset)
+        if self._relative_offsets and relative < self._relative_offsets[-1]:
+            return
+        if self.is_full and not skip_full_check:
+            raise ValueError(f"time index {self.path} is full")
+        self._timestamps.append(timestamp_ms)
+        self._relative_offsets.append(relative)
+        self._write(_TIME_ENTRY.pack(timestamp_ms, relative))
+
+    def lookup(self, timestamp_ms: int) -> tuple[int, int]:
+        """(timestamp, offset) of the largest entry with timestamp <= target, or (-1, base_offset)."""
+        i = bisect.bisect_right(self._timestamps, timestamp_ms) - 1
+        if i < 0:
+            return -1, self.base_offset
+        return self._timestamps[i], self.base_offset + self._relative_offsets[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= `offset`."""
+        keep = bisect.bisect_left(self._relative_offsets, offset - self.base_offset)
+        del self._timestamps[keep:]
+        del self._relative_offsets[keep:]
+        self._truncate_entries(keep)
+
+    def sanity_check(self, next_offset: int) -> None:
+        """Raise IndexCorruptError unless timestamps strictly rise and offsets stay inside the segment."""
+        if self._torn_bytes:
+            raise IndexCorruptError(f"time index {self.path} had {self._torn_bytes} trailing bytes")
+        previous_timestamp, previous_offset = -1, -1
+        for timestamp, relative in zip(self._timestamps, self._relative_offsets):
+            if timestamp <= previous_timestamp or relative < previous_offset:
+                raise IndexCorruptError(f"corrupt time index {self.path} at timestamp {timestamp}")
+            if self.base_offset + relative >= max(next_offset, self.base_offset + 1):
+                raise IndexCorruptError(f"time index {self.path} points past the log end")
+            previous_timestamp, previous_offset = timestamp, relative

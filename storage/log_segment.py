@@ -1,0 +1,311 @@
+"""One log segment: `<base>.log` plus its `.index` and `.timeindex`, in Kafka's format.
+
+Index entries follow Kafka's LogSegment.append: one entry per appended batch once more than
+`index.interval.bytes` were appended since the last entry, pointing at the batch's last offset and start
+position; the time index gets (max timestamp so far, offset of that max) at the same moments and a final entry
+when the segment stops being active or is closed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from protocol.errors import CorruptMessageError
+from protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
+from storage.file_records import FileRecords
+from storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+
+
+def segment_file_name(base_offset: int, extension: str, suffix: str = "") -> str:
+    return f"{base_offset:020d}{extension}{suffix}"
+
+
+class LogSegment:
+    """Owns one segment's three files and in-memory bookkeeping (next offset, max timestamp, roll times).
+
+    Not thread-safe: every mutating call is made with the owning UnifiedLog's lock held.
+    """
+
+    def __init__(
+        self,
+        dir: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size_bytes: int = 10_485_760,
+        suffix: str = "",
+        rolling_jitter_ms: int = 0,
+        created_ms: int = 0,
+    ) -> None:
+        self.dir = Path(dir)
+        self.base_offset = base_offset
+        self.suffix = suffix
+        self.index_interval_bytes = index_interval_bytes
+        self.rolling_jitter_ms = rolling_jitter_ms
+        self.log = FileRecords(self.dir / segment_file_name(base_offset, LOG_SUFFIX, suffix))
+        self.offset_index = OffsetIndex(
+            self.dir / segment_file_name(base_offset, INDEX_SUFFIX, suffix), base_offset,
+            max_index_size_bytes)
+        self.time_index = TimeIndex(
+            self.dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix), base_offset,
+            max_index_size_bytes)
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = base_offset
+        self.next_offset = base_offset
+        #: max timestamp of the first batch (Kafka's rollingBasedTimestamp); None while empty.
+        self.rolling_based_timestamp: int | None = None
+        #: broker time of the first append (idle-roll deadline); `created_ms` until something is appended.
+        self.first_append_time_ms: int | None = None
+        self.created_ms = created_ms
+        if self.log.size_bytes:
+            self._load_state()
+
+    # ------------------------------------------------------------------ state
+    def _load_state(self) -> None:
+        """Derive next offset / max timestamp from the indexes' last entries plus the batches after them."""
+        timestamp, offset = self.time_index.last_entry
+        if timestamp >= 0:
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = timestamp, offset
+        _, start_position = self.offset_index.lookup(self.offset_index.last_offset)
+        if start_position >= self.log.size_bytes:
+            start_position = 0
+        first = self.log.read_batch(0)
+        if first is not None:
+            self.rolling_based_timestamp = first.max_timestamp
+        for _, batch in self.log.batches(start_position):
+            self._track(batch.max_timestamp, batch.last_offset)
+            self.next_offset = batch.next_offset
+        mtime_ms = self.log.last_modified_ms()
+        first_ts = self.rolling_based_timestamp
+        has_first_ts = first_ts is not None and first_ts >= 0
+        self.first_append_time_ms = min(mtime_ms, first_ts) if has_first_ts and first_ts else mtime_ms
+
+    def _track(self, max_timestamp: int, last_offset: int) -> None:
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
+
+    def sanity_check(self) -> None:
+        """Raise IndexCorruptError if either index is inconsistent with the log (caller then recovers)."""
+        if not self.offset_index.path.exists() or not self.time_index.path.exists():
+            raise IndexCorruptError(f"missing index for segment {self.base_offset}")
+        self.offset_index.sanity_check(self.log.size_bytes)
+        self.time_index.sanity_check(self.next_offset)
+
+    @property
+    def size_bytes(self) -> int:
+        return self.log.size_bytes
+
+    @property
+    def is_empty(self) -> bool:
+        return self.log.size_bytes == 0
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Largest record timestamp, or the file's mtime if no batch carries one (Kafka's rule)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.log.last_modified_ms()
+
+    @property
+    def last_modified_ms(self) -> int:
+        return self.log.last_modified_ms()
+
+    def index_full(self) -> bool:
+        return self.offset_index.is_full or self.time_index.is_full
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= MAX_RELATIVE_OFFSET
+
+    # ----------------------------------------------------------------- append
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        largest_offset: int,
+        largest_timestamp: int,
+        shallow_offset_of_max_ts: int,
+        *,
+        now_ms: int | None = None,
+    ) -> None:
+        """Append whole batches (already offset-assigned); index entries per batch as Kafka writes them."""
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise ValueError(f"offset {largest_offset} cannot be stored relative to {self.base_offset}")
+        start_position = self.log.size_bytes
+        view = memoryview(records)
+        for batch in iter_batches(view):
+            position = start_position + batch.position
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = batch.max_timestamp
+                if self.first_append_time_ms is None:
+                    self.first_append_time_ms = now_ms if now_ms is not None else self.created_ms
+            self._index_batch(position, batch.max_timestamp, batch.last_offset, batch.size_bytes)
+        self.log.append(view)
+        self._track(largest_timestamp, shallow_offset_of_max_ts)
+        self.next_offset = max(self.next_offset, largest_offset + 1)
+
+    def _index_batch(self, position: int, max_timestamp: int, last_offset: int, size_bytes: int) -> None:
+        self._track(max_timestamp, last_offset)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size_bytes
+        self.next_offset = last_offset + 1
+
+    def on_becoming_inactive(self) -> None:
+        """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment)."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+
+    # ------------------------------------------------------------------- read
+    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, int] | None:
+        """(position, base offset) of the first batch whose last offset >= offset, or None."""
+        _, position = self.offset_index.lookup(offset)
+        position = max(position, start_position)
+        while True:
+            header = self.log.header_at(position)
+            if header is None:
+                return None
+            base_offset, size, last_offset = header
+            if last_offset >= offset:
+                return position, base_offset
+            position += size
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_position: int | None = None, min_one_message: bool = True
+    ) -> bytes:
+        """Whole batches from the one containing `start_offset`, up to `max_bytes` (at least one batch if
+        `min_one_message`), never past `max_position` (a batch boundary)."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return b""
+        start_position = found[0]
+        limit = self.log.size_bytes if max_position is None else min(max_position, self.log.size_bytes)
+        if start_position >= limit:
+            return b""
+        data = self.log.read(start_position, min(max(max_bytes, 0), limit - start_position))
+        end = 0
+        view = memoryview(data)
+        while end + LOG_OVERHEAD <= len(data):
+            size = int.from_bytes(view[end + 8 : end + 12], "big", signed=True) + LOG_OVERHEAD
+            if end + size > len(data):
+                break
+            end += size
+        if end == 0:
+            if not min_one_message:
+                return b""
+            header = self.log.header_at(start_position)
+            if header is None or start_position + header[1] > limit:
+                return b""
+            return self.log.read(start_position, header[1])
+        return data[:end]
+
+    def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at/after `starting_offset` with timestamp >= target."""
+        _, index_offset = self.time_index.lookup(timestamp_ms - 1)
+        _, position = self.offset_index.lookup(max(index_offset, starting_offset))
+        for _, batch in self.log.batches(position):
+            if batch.max_timestamp < timestamp_ms or batch.last_offset < starting_offset:
+                continue
+            log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+            for record in batch.records():
+                record_timestamp = batch.max_timestamp if log_append else record.timestamp
+                if record_timestamp >= timestamp_ms and record.offset >= starting_offset:
+                    return record.offset, record_timestamp
+        return None
+
+    # --------------------------------------------------------------- recovery
+    def recover(self) -> int:
+        """Validate every batch, truncate at the first invalid/torn one, rebuild both indexes.
+
+        Returns the number of bytes truncated from the `.log`.
+        """
+        self.offset_index.truncate_to(self.base_offset)
+        self.time_index.truncate_to(self.base_offset)
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = self.base_offset
+        self.next_offset = self.base_offset
+        self.rolling_based_timestamp = None
+        valid_bytes = 0
+        try:
+            for position, batch in self.log.batches(0):
+                if not batch.is_valid() or batch.base_offset < self.next_offset or \
+                        not self.can_convert_to_relative_offset(batch.last_offset):
+                    break
+                if self.rolling_based_timestamp is None:
+                    self.rolling_based_timestamp = batch.max_timestamp
+                self._index_batch(position, batch.max_timestamp, batch.last_offset, batch.size_bytes)
+                valid_bytes = position + batch.size_bytes
+        except CorruptMessageError:
+            pass
+        truncated = self.log.size_bytes - valid_bytes
+        self.log.truncate_to(valid_bytes)
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch with base offset >= `offset`; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position, base_offset = found
+        if base_offset < offset:
+            header = self.log.header_at(position)
+            position += header[1] if header else 0
+        removed = self.log.size_bytes - position
+        self.log.truncate_to(position)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.recover()
+        return removed
+
+    # ------------------------------------------------------------------ files
+    def flush(self) -> None:
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        if not self.log.closed:
+            self.on_becoming_inactive()
+        self.offset_index.close()
+        self.time_index.close()
+        self.log.close()
+
+    def delete(self) -> None:
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.log.delete()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename all files from `<name><old_suffix>` to `<name><new_suffix>` (the swap protocol, §2.8)."""
+        if self.suffix != old_suffix:
+            raise ValueError(f"segment {self.base_offset} has suffix {self.suffix!r}, not {old_suffix!r}")
+        for component, extension in ((self.log, LOG_SUFFIX), (self.offset_index, INDEX_SUFFIX),
+                                     (self.time_index, TIME_INDEX_SUFFIX)):
+            target = self.dir / segment_file_name(self.base_offset, extension, new_suffix)
+            if component.path.exists():
+                component.rename_to(target)
+            else:
+                component.path = target
+        self.suffix = new_suffix
+
+    def set_last_modified_ms(self, mtime_ms: int) -> None:
+        for path in (self.log.path, self.offset_index.path, self.time_index.path):
+            if path.exists():
+                os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size_bytes}, next={self.next_offset})"
