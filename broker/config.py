@@ -1,0 +1,148 @@
+"""`KafkaConfig`: the broker-level settings, by Apache Kafka's property names.
+
+Sources, lowest precedence first: built-in defaults, `config/server.properties` (or `--config FILE`), then
+`--override key=value`. `log.*` topic-default synonyms are validated by `storage.log_config.LogConfig`,
+`log.cleaner.*` by `cleaner.config.CleanerConfig`; everything else is declared here. Unknown keys are
+logged and ignored (as Kafka does); a bad value stops the broker with the key, the value and the rule.
+Project-only keys use the `minikafka.` prefix. Immutable after construction; thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from cleaner.config import CleanerConfig
+from protocol.errors import InvalidConfigError
+from storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
+from storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
+
+log = logging.getLogger(__name__)
+
+BROKER_CONFIG_DEF = ConfigDef(
+    [
+        ConfigKey("node.id", ConfigType.INT, 1, at_least(0), "The node id of this broker."),
+        ConfigKey(
+            "listeners", ConfigType.LIST, ("PLAINTEXT://127.0.0.1:9092",), None,
+            "Listener to bind; only one PLAINTEXT listener is supported.",
+        ),
+        ConfigKey("advertised.listeners", ConfigType.LIST, None, None, "Listener given to clients in Metadata."),
+        ConfigKey("log.dirs", ConfigType.LIST, None, None, "The directory the log data is kept in (one)."),
+        ConfigKey("log.dir", ConfigType.STRING, "/tmp/kafka-logs", None, "Used when log.dirs is not set."),
+        ConfigKey("num.partitions", ConfigType.INT, 1, at_least(1), "Default partitions for new topics."),
+        ConfigKey("default.replication.factor", ConfigType.INT, 1, between(1, 1), "Single node: always 1."),
+        ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
+        ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
+        ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),
+        ConfigKey(
+            "log.retention.check.interval.ms", ConfigType.LONG, 300_000, at_least(1),
+            "How often retention is enforced.",
+        ),
+        ConfigKey(
+            "log.flush.scheduler.interval.ms", ConfigType.LONG, LONG_MAX, at_least(0),
+            "How often logs are checked for flush.ms.",
+        ),
+        ConfigKey(
+            "log.flush.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, at_least(0),
+            "How often the recovery point is checkpointed.",
+        ),
+        ConfigKey(
+            "log.flush.start.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, at_least(0),
+            "How often log start offsets are checkpointed.",
+        ),
+        ConfigKey(
+            "minikafka.metrics.host", ConfigType.STRING, "127.0.0.1", None,
+            "Address of the Prometheus/admin HTTP endpoint.",
+        ),
+        ConfigKey(
+            "minikafka.metrics.port", ConfigType.INT, 9404, between(-1, 65535),
+            "Port of the Prometheus/admin HTTP endpoint (0 = any free port, -1 = disabled).",
+        ),
+        ConfigKey(
+            "minikafka.log.roll.check.interval.ms", ConfigType.LONG, 1_000, at_least(1),
+            "How often idle active segments are checked for a time-based roll.",
+        ),
+        ConfigKey(
+            "minikafka.shutdown.grace.ms", ConfigType.LONG, 10_000, at_least(0),
+            "How long SIGTERM waits for in-flight requests.",
+        ),
+    ]
+)
+
+_LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
+    "log.retention.minutes",
+    "log.retention.hours",
+    "log.roll.hours",
+    "log.roll.jitter.hours",
+    "message.max.bytes",
+}
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+
+def parse_listener(name: str, value: str) -> Listener:
+    parts = urlsplit(value)
+    if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: expected PLAINTEXT://host:port"
+        )
+    return Listener(parts.hostname or "0.0.0.0", parts.port)
+
+
+class KafkaConfig:
+    """The validated broker configuration; `props` keeps the raw strings for the layers below."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+        values = BROKER_CONFIG_DEF.parse(self.props)
+        self.values: dict[str, Any] = values
+        self.cleaner = CleanerConfig.from_props(self.props)
+        self.log_defaults = LogConfig.from_props({}, self.props)  # validates every log.* synonym
+        for name in self.props:
+            if not (name in BROKER_CONFIG_DEF or name in _LOG_SYNONYMS or name.startswith("log.cleaner.")):
+                log.warning("Unknown broker configuration %s ignored", name)
+        listeners = values["listeners"]
+        if len(listeners) != 1:
+            raise InvalidConfigError(
+                f"Invalid value {','.join(listeners)} for configuration listeners: exactly one listener"
+            )
+        self.listener = parse_listener("listeners", listeners[0])
+        advertised = values["advertised.listeners"]
+        self.advertised = parse_listener("advertised.listeners", advertised[0]) if advertised else Listener(
+            "127.0.0.1" if self.listener.host in ("0.0.0.0", "") else self.listener.host, self.listener.port
+        )
+        log_dirs = values["log.dirs"] or (values["log.dir"],)
+        if len(log_dirs) != 1:
+            raise InvalidConfigError(
+                f"Invalid value {','.join(log_dirs)} for configuration log.dirs: exactly one directory"
+            )
+        self.log_dir = Path(log_dirs[0])
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def node_id(self) -> int:
+        return int(self.values["node.id"])
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Read a Java .properties file (key=value or key: value; # and ! comments)."""
+    props: dict[str, str] = {}
+    for raw_line in path.read_text(encoding="utf-8").splitlines():
+        line = raw_line.strip()
+        if not line or line[0] in "#!":
+            continue
+        separator = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if separator < 0:
+            raise InvalidConfigError(f"{path}: line {raw_line!r} is not key=value")
+        props[line[:separator].strip()] = line[separator + 1 :].strip()
+    return props

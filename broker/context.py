@@ -1,0 +1,26 @@
+"""`BrokerContext`: the components a request handler may use, wired once by `broker/server.py`.
+
+Immutable after startup; handlers read it from the event-loop thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.admin_manager import AdminManager
+from broker.config import KafkaConfig
+from broker.replica_manager import ReplicaManager
+from storage.producer_id_manager import ProducerIdManager
+
+
+@dataclass(frozen=True)
+class BrokerContext:
+    config: KafkaConfig
+    cluster_id: str
+    replica_manager: ReplicaManager
+    admin: AdminManager
+    producer_ids: ProducerIdManager
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id

@@ -1,0 +1,93 @@
+"""`Dispatcher`: routes each decoded request to its handler module and encodes the response.
+
+The table below is the only place that knows which module serves which API key. A handler returns a
+response object, or None for "send nothing" (acks=0 Produce); an unexpected exception closes the
+connection (the client reconnects and retries), never the broker. Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers import (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_configs,
+    fetch,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
+from broker.metrics import BrokerMetrics
+from broker.network import CloseConnection
+from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from protocol.connection import RequestReceived, ServerConnection
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BrokerContext, RequestReceived], Awaitable[Any]]
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.PRODUCE: produce.handle,
+    ApiKey.FETCH: fetch.handle,
+    ApiKey.LIST_OFFSETS: list_offsets.handle,
+    ApiKey.METADATA: metadata.handle,
+    ApiKey.CREATE_TOPICS: create_topics.handle,
+    ApiKey.DELETE_TOPICS: delete_topics.handle,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
+    ApiKey.ALTER_CONFIGS: alter_configs.handle,
+    ApiKey.CREATE_PARTITIONS: create_partitions.handle,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
+}
+
+
+async def _api_versions(_ctx: BrokerContext, event: RequestReceived) -> Any:
+    return api_versions.handle(event)
+
+
+HANDLERS[ApiKey.API_VERSIONS] = _api_versions
+
+missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)
+assert not missing, f"advertised APIs without a handler: {missing}"
+
+
+class Dispatcher:
+    """Calls handlers and records per-API metrics."""
+
+    def __init__(self, ctx: BrokerContext, metrics: BrokerMetrics) -> None:
+        self.ctx = ctx
+        self.metrics = metrics
+
+    async def __call__(self, event: RequestReceived) -> bytes | None:
+        started = time.perf_counter()
+        try:
+            response = await HANDLERS[event.api_key](self.ctx, event)
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            log.exception("%s v%d handler failed", event.api_key.name, event.api_version)
+            raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from exc
+        frame = None if response is None else ServerConnection.encode_response(event, response)
+        self.metrics.observe_request(_request_name(event.api_key), time.perf_counter() - started)
+        if event.api_key is ApiKey.PRODUCE:
+            self.metrics.bytes_in.inc(event.size_bytes)
+        elif event.api_key is ApiKey.FETCH and frame is not None:
+            self.metrics.bytes_out.inc(len(frame))
+        return frame
+
+
+def _request_name(api_key: ApiKey) -> str:
+    """Kafka's request names as in its metrics: PRODUCE -> Produce, LIST_OFFSETS -> ListOffsets."""
+    return "".join(part.capitalize() for part in api_key.name.split("_"))

@@ -1,0 +1,40 @@
+"""ApiVersions (key 18): advertise exactly `SUPPORTED_VERSIONS`; too-new versions get a v0 error body."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode
+from protocol.messages import response_class
+
+# KIP-511: alphanumerics, with '.' and '-' allowed inside.
+_SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+def handle(event: RequestReceived) -> Any:
+    if event.unsupported_version:
+        # The client parses this as v0, then retries with our maximum (kafka-protocol-notes §3.2).
+        low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+        cls = response_class(ApiKey.API_VERSIONS, 0)
+        return cls(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            api_keys=[cls.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=low, max_version=high)],
+        )
+    cls = response_class(ApiKey.API_VERSIONS, event.api_version)
+    error_code = ErrorCode.NONE
+    if event.api_version >= 3:
+        request = event.request
+        for value in (request.client_software_name, request.client_software_version):
+            if not _SOFTWARE_FIELD.match(value or ""):
+                error_code = ErrorCode.INVALID_REQUEST
+    return cls(
+        error_code=error_code,
+        api_keys=[
+            cls.ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+        ],
+        throttle_time_ms=0,
+    )

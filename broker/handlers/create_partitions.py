@@ -1,0 +1,26 @@
+"""CreatePartitions (key 37), v0-3: grow a topic; the new count must exceed the current one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.CREATE_PARTITIONS, event.api_version)
+    results = []
+    for topic in request.topics:
+        code, message = ErrorCode.NONE, None
+        try:
+            assignments = [a.broker_ids for a in topic.assignments or ()]
+            await ctx.admin.create_partitions(topic.name, topic.count, assignments, request.validate_only)
+        except KafkaError as error:
+            code, message = error.error_code, error.message or None
+        results.append(cls.CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
+    return cls(throttle_time_ms=0, results=results)

@@ -1,0 +1,57 @@
+"""CreateTopics (key 19), v2-7: per-topic results; v5+ echoes partitions, replication and configs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    cls = response_class(ApiKey.CREATE_TOPICS, version)
+    result_cls = cls.CreatableTopicResult
+    names = [topic.name for topic in request.topics]
+    results = []
+    for topic in request.topics:
+        fields: dict[str, Any] = {"name": topic.name, "topic_id": uuid.UUID(int=0), "error_code": ErrorCode.NONE}
+        try:
+            if names.count(topic.name) > 1:
+                raise InvalidRequestError(f"Create topics request from client contains a duplicate topic {topic.name}")
+            configs: dict[str, str] = {}
+            for config in topic.configs:
+                if config.value is None:
+                    raise InvalidRequestError(f"Null value not supported for topic configs: {config.name}")
+                configs[config.name] = config.value
+            assignments = [a.broker_ids for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
+            metadata = await ctx.admin.create_topic(
+                topic.name,
+                topic.num_partitions,
+                topic.replication_factor,
+                configs,
+                assignments=assignments,
+                validate_only=request.validate_only,
+            )
+            fields["topic_id"] = metadata.topic_id
+            if version >= 5:
+                fields.update(
+                    num_partitions=metadata.num_partitions,
+                    replication_factor=1,
+                    configs=[
+                        result_cls.CreatableTopicConfigs(
+                            name=entry.name, value=entry.value, read_only=entry.read_only,
+                            config_source=entry.source, is_sensitive=entry.is_sensitive,
+                        )
+                        for entry in ctx.admin.describe_configs_for_overrides(metadata.config_overrides)
+                    ],
+                )
+        except KafkaError as error:
+            fields.update(error_code=error.error_code, error_message=error.message or None)
+        results.append(result_cls(**fields))
+    return cls(throttle_time_ms=0, topics=results)

@@ -1,0 +1,43 @@
+"""DeleteTopics (key 20), v1-6 (v6 names topics in `topics`, by name or id)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError, TopicDeletionDisabledError, UnknownTopicIdError
+from protocol.messages import response_class
+
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.DELETE_TOPICS, event.api_version)
+    result_cls = cls.DeletableTopicResult
+    if event.api_version >= 6:
+        targets = [(topic.name, topic.topic_id) for topic in request.topics]
+    else:
+        targets = [(name, _ZERO_UUID) for name in request.topic_names]
+    results = []
+    for name, topic_id in targets:
+        fields: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE}
+        try:
+            if not ctx.config["delete.topic.enable"]:
+                raise TopicDeletionDisabledError("Topic deletion is disabled.")
+            if name is None:
+                name = ctx.admin.topic_name_for_id(topic_id)
+                if name is None:
+                    raise UnknownTopicIdError(f"Topic id {topic_id} does not exist")
+                fields["name"] = name
+            metadata = ctx.replica_manager.topic(name)
+            if metadata is not None:
+                fields["topic_id"] = metadata.topic_id
+            await ctx.admin.delete_topic(name)
+        except KafkaError as error:
+            fields.update(error_code=error.error_code, error_message=error.message or None)
+        results.append(result_cls(**fields))
+    return cls(throttle_time_ms=0, responses=results)

@@ -1,0 +1,67 @@
+"""DescribeConfigs (key 32), v1-4: topic configs (with sources and synonyms) and the broker's configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from protocol.messages import response_class
+from storage.log_config import ConfigEntry
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> list[ConfigEntry]:
+    if resource_type == RESOURCE_TOPIC:
+        return ctx.admin.describe_topic_config(resource_name)
+    if resource_type == RESOURCE_BROKER:
+        if resource_name not in ("", str(ctx.node_id)):
+            raise InvalidRequestError(f"Unexpected broker id, expected {ctx.node_id} but received {resource_name}")
+        return ctx.admin.describe_broker_config()
+    raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    cls = response_class(ApiKey.DESCRIBE_CONFIGS, version)
+    result_cls = cls.DescribeConfigsResult
+    config_cls = result_cls.DescribeConfigsResourceResult
+    results = []
+    for resource in request.resources:
+        fields: dict[str, Any] = {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+            "configs": [],
+        }
+        try:
+            wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+            for entry in entries_for(ctx, resource.resource_type, resource.resource_name):
+                if wanted is not None and entry.name not in wanted:
+                    continue
+                synonyms = entry.synonyms if request.include_synonyms else []
+                fields["configs"].append(
+                    config_cls(
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=entry.is_sensitive,
+                        synonyms=[
+                            config_cls.DescribeConfigsSynonym(name=name, value=value, source=source)
+                            for name, value, source in synonyms
+                        ],
+                        config_type=entry.config_type,
+                        documentation=entry.documentation if request.include_documentation else None,
+                    )
+                )
+        except KafkaError as error:
+            fields.update(error_code=error.error_code, error_message=error.message or None, configs=[])
+        results.append(result_cls(**fields))
+    return cls(throttle_time_ms=0, results=results)

@@ -1,0 +1,43 @@
+"""ListOffsets (key 2), v1-7: -1 latest, -2 earliest, -3 max timestamp (v7), else the first offset whose
+timestamp is at or after the target; (-1, -1) with NONE when there is none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.replica_manager import LEADER_EPOCH
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+LATEST_TIMESTAMP = -1
+READ_COMMITTED = 1
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.LIST_OFFSETS, event.api_version)
+    topic_cls = cls.ListOffsetsTopicResponse
+    partition_cls = topic_cls.ListOffsetsPartitionResponse
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            fields: dict[str, Any] = {"partition_index": partition.partition_index, "error_code": ErrorCode.NONE}
+            try:
+                ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
+                if partition.timestamp == LATEST_TIMESTAMP and request.isolation_level == READ_COMMITTED:
+                    log = ctx.replica_manager.log_for(topic.name, partition.partition_index)
+                    offset, timestamp = log.last_stable_offset, -1
+                else:
+                    offset, timestamp = ctx.replica_manager.offset_for_timestamp(
+                        topic.name, partition.partition_index, partition.timestamp
+                    )
+                fields.update(offset=offset, timestamp=timestamp, leader_epoch=LEADER_EPOCH if offset >= 0 else -1)
+            except KafkaError as error:
+                fields.update(error_code=error.error_code, offset=-1, timestamp=-1, leader_epoch=-1)
+            partitions.append(partition_cls(**fields))
+        topics.append(topic_cls(name=topic.name, partitions=partitions))
+    return cls(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,37 @@
+"""OffsetForLeaderEpoch (key 23), v2-4: a single leader epoch 0, so any epoch >= 0 ends at the log end
+offset (kafka-protocol-notes §3.7); an answer of -1/-1 would make Java consumers reset their position."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    cls = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, event.api_version)
+    topic_cls = cls.OffsetForLeaderTopicResult
+    partition_cls = topic_cls.EpochEndOffset
+    topics = []
+    for topic in event.request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            try:
+                ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
+                epoch, end_offset = ctx.replica_manager.end_offset_for_epoch(
+                    topic.topic, partition.partition, partition.leader_epoch
+                )
+                code = ErrorCode.NONE
+            except KafkaError as error:
+                epoch, end_offset, code = -1, -1, error.error_code
+            partitions.append(
+                partition_cls(
+                    error_code=code, partition=partition.partition, leader_epoch=epoch, end_offset=end_offset
+                )
+            )
+        topics.append(topic_cls(topic=topic.topic, partitions=partitions))
+    return cls(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,90 @@
+"""Produce (key 0), v3+: one magic-2 batch per partition, appended through the ReplicaManager.
+
+acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition). acks=0 gets no response at all,
+and when any partition failed the connection is closed so the client refreshes metadata, as Kafka does.
+Errors land per partition; one bad partition never fails the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.network import CloseConnection
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+log = logging.getLogger(__name__)
+
+_ZSTD = 4
+_TRANSACTIONAL_FLAG = 0x10
+
+
+def _precheck(records: bytes | None, api_version: int) -> ErrorCode | None:
+    """Checks that depend on the request, not the log: zstd needs v7+, transactions are not supported yet."""
+    if records is None or len(records) < 23:
+        return None  # the log's validation reports malformed batches with the right code
+    attributes = int.from_bytes(records[21:23], "big")
+    if attributes & 0x07 == _ZSTD and api_version < 7:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    if attributes & _TRANSACTIONAL_FLAG:
+        return ErrorCode.INVALID_TXN_STATE
+    return None
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.PRODUCE, event.api_version)
+    topic_cls = cls.TopicProduceResponse
+    partition_cls = topic_cls.PartitionProduceResponse
+    acks = request.acks
+    failed = False
+    topics = []
+    for topic_data in request.topic_data:
+        partitions = []
+        for partition_data in topic_data.partition_data:
+            index = partition_data.index
+            result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
+            code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
+            code = code or _precheck(partition_data.records, event.api_version)
+            if code is not None:
+                result["error_code"] = code
+            elif partition_data.records is None:
+                result["error_code"] = ErrorCode.INVALID_RECORD
+            else:
+                try:
+                    info = ctx.replica_manager.append(topic_data.name, index, partition_data.records)
+                except KafkaError as error:
+                    result.update(_error_fields(error, event.api_version, partition_cls))
+                except Exception as exc:  # a bug in one partition must not fail the others
+                    log.exception("append to %s-%d failed", topic_data.name, index)
+                    result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=repr(exc))
+                else:
+                    result.update(
+                        error_code=ErrorCode.NONE,
+                        base_offset=info.first_offset,
+                        log_append_time_ms=info.log_append_time_ms,
+                        log_start_offset=info.log_start_offset,
+                    )
+            failed = failed or result["error_code"] != ErrorCode.NONE
+            partitions.append(partition_cls(**result))
+        topics.append(topic_cls(name=topic_data.name, partition_responses=partitions))
+    if acks == 0:
+        if failed:
+            raise CloseConnection("acks=0 produce failed")
+        return None
+    return cls(responses=topics, throttle_time_ms=0)
+
+
+def _error_fields(error: KafkaError, api_version: int, partition_cls: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {"error_code": error.error_code}
+    if api_version >= 8:
+        fields["error_message"] = error.message or None
+        fields["record_errors"] = [
+            partition_cls.BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=message)
+            for index, message in error.record_errors
+        ]
+    return fields

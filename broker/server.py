@@ -1,0 +1,146 @@
+"""`KafkaServer`: wires storage, the replica manager, handlers, the listener and the metrics endpoint, runs
+the periodic log tasks, and shuts down gracefully.
+
+Startup: load (and recover) every partition log, then listen. Shutdown (SIGTERM/SIGINT): stop accepting,
+let in-flight requests finish, then flush every log, snapshot producer state and write the checkpoints and
+the clean-shutdown marker. Periodic tasks that touch the disk run in worker threads. Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from broker.admin_http import AdminHttpServer
+from broker.admin_manager import AdminManager
+from broker.config import KafkaConfig
+from broker.context import BrokerContext
+from broker.dispatcher import Dispatcher
+from broker.metrics import BrokerMetrics
+from broker.network import SocketServer
+from broker.replica_manager import ReplicaManager
+from storage.clock import Clock, SystemClock
+from storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+
+class KafkaServer:
+    """One broker: owns the LogManager, the listeners and the background tasks."""
+
+    def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.log_manager = LogManager(config.log_dir, config.props, self.clock)
+        self.replica_manager = ReplicaManager(self.log_manager)
+        self.metrics = BrokerMetrics(self.log_manager.all_logs)
+        self.socket_server: SocketServer | None = None
+        self.admin_http: AdminHttpServer | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+
+    async def startup(self) -> None:
+        await asyncio.to_thread(self.log_manager.startup)
+        ctx = BrokerContext(
+            config=self.config,
+            cluster_id=self.log_manager.cluster_id,
+            replica_manager=self.replica_manager,
+            admin=AdminManager(self.log_manager, self.config),
+            producer_ids=self.log_manager.producer_ids(),
+        )
+        listener = self.config.listener
+        self.socket_server = SocketServer(
+            listener.host, listener.port, Dispatcher(ctx, self.metrics), int(self.config["socket.request.max.bytes"])
+        )
+        await self.socket_server.start()
+        metrics_port = int(self.config["minikafka.metrics.port"])
+        if metrics_port >= 0:
+            self.admin_http = AdminHttpServer(
+                str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry
+            )
+            await self.admin_http.start()
+        self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
+        self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
+        self._schedule(
+            "recovery-point-checkpoint",
+            int(self.config["log.flush.offset.checkpoint.interval.ms"]),
+            self._checkpoint_recovery_points,
+        )
+        self._schedule(
+            "log-start-offset-checkpoint",
+            int(self.config["log.flush.start.offset.checkpoint.interval.ms"]),
+            self._checkpoint_log_start_offsets,
+        )
+        flush_interval_ms = int(self.config["log.flush.scheduler.interval.ms"])
+        if flush_interval_ms < 2**62:
+            self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
+        log.info(
+            "minikafka started: Kafka listener %s:%d, metrics %s, log dir %s",
+            listener.host,
+            self.socket_server.port,
+            f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
+            self.config.log_dir,
+        )
+
+    @property
+    def port(self) -> int:
+        assert self.socket_server is not None
+        return self.socket_server.port
+
+    def _schedule(self, name: str, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
+        if interval_ms <= 0:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    await action()
+                except Exception:
+                    log.exception("periodic task %s failed; it will run again", name)
+
+        self._tasks.append(asyncio.create_task(loop(), name=f"minikafka-{name}"))
+
+    async def _roll_due_segments(self) -> None:
+        await asyncio.to_thread(self.log_manager.roll_due_segments, self.clock.time_ms())
+
+    async def _enforce_retention(self) -> None:
+        await asyncio.to_thread(self.log_manager.enforce_retention, self.clock.time_ms())
+
+    async def _checkpoint_recovery_points(self) -> None:
+        await asyncio.to_thread(self.log_manager.checkpoint_recovery_points)
+
+    async def _checkpoint_log_start_offsets(self) -> None:
+        await asyncio.to_thread(self.log_manager.checkpoint_log_start_offsets)
+
+    async def _flush_dirty_logs(self) -> None:
+        await asyncio.to_thread(self.log_manager.flush_dirty_logs, self.clock.time_ms())
+
+    async def shutdown(self) -> None:
+        """Graceful stop; idempotent."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        log.info("minikafka shutting down")
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.socket_server is not None:
+            await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
+        if self.admin_http is not None:
+            await self.admin_http.stop()
+        await asyncio.to_thread(self.log_manager.shutdown)
+        log.info("minikafka shut down cleanly")
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def __aenter__(self) -> KafkaServer:
+        await self.startup()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        with contextlib.suppress(Exception):
+            await self.shutdown()

@@ -1,0 +1,77 @@
+"""`ApiKey` and `SUPPORTED_VERSIONS`: the one source of truth for what ApiVersions advertises.
+
+Only implemented APIs are listed (advertising an API makes clients use it). Ranges follow the recommended
+column of kafka-protocol-notes §2. Two deliberate quirks, both as Apache Kafka 4.x does:
+Produce is advertised from v0 (older librdkafka stops compressing otherwise) although only v3+ is accepted
+(the group APIs, when they land, are advertised from v0 for the same reason).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    """Kafka request API keys (only the ones minikafka knows about)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+
+
+#: (min, max) advertised per implemented API.
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+}
+
+#: Versions advertised but refused (the connection is closed, as Kafka 4 does for Produce v0-2).
+ADVERTISED_ONLY: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 2),
+}
+
+
+def is_accepted(api_key: int, api_version: int) -> bool:
+    """True when a request with this key and version is decoded and served."""
+    try:
+        key = ApiKey(api_key)
+    except ValueError:
+        return False
+    supported = SUPPORTED_VERSIONS.get(key)
+    if supported is None or not supported[0] <= api_version <= supported[1]:
+        return False
+    refused = ADVERTISED_ONLY.get(key)
+    return refused is None or not refused[0] <= api_version <= refused[1]

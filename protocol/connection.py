@@ -1,0 +1,168 @@
+"""`ServerConnection`: the broker side of one Kafka connection, sans-IO (in the style of h11).
+
+Bytes go in through `receive_data()`; `next_event()` returns a `RequestReceived`, `NEED_DATA`, or
+`CONNECTION_CLOSED` (after EOF), and raises `ProtocolError` for anything the peer must not send: a frame
+larger than `socket.request.max.bytes`, a negative or truncated-header frame, an unknown API key, an
+unsupported version of any API but ApiVersions, Produce v0-2, or a body that does not decode. The only
+answer to a ProtocolError is closing this one connection, as Kafka does.
+
+`encode_response()` turns a response object into the frame to write. Ordering is the caller's job: Kafka
+answers one request at a time per connection, and so does the broker's network layer.
+
+Not thread-safe; one instance per connection, used from one task.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from protocol.api_keys import ApiKey, is_accepted
+from protocol.errors import ProtocolError
+from protocol.messages import decode_request, encode_response, is_flexible
+
+#: Kafka's socket.request.max.bytes default (100 MiB).
+DEFAULT_MAX_REQUEST_BYTES = 104_857_600
+
+_INT32 = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+
+
+class Sentinel(Enum):
+    """Non-request results of `next_event()`."""
+
+    NEED_DATA = "NEED_DATA"
+    CONNECTION_CLOSED = "CONNECTION_CLOSED"
+
+
+NEED_DATA = Sentinel.NEED_DATA
+CONNECTION_CLOSED = Sentinel.CONNECTION_CLOSED
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReceived:
+    """One decoded request. `request` is None only for an ApiVersions request of a too-new version,
+    which must be answered with UNSUPPORTED_VERSION in the v0 layout."""
+
+    api_key: ApiKey
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    request: Any
+    size_bytes: int
+
+    @property
+    def unsupported_version(self) -> bool:
+        return self.request is None
+
+
+class ServerConnection:
+    """Frames and decodes requests from one client connection; encodes its responses."""
+
+    def __init__(self, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+        self.max_request_bytes = max_request_bytes
+        self._buffer = bytearray()
+        self._start = 0  # read position in _buffer; compacted lazily so reads stay O(bytes read)
+        self._eof = False
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer bytes from the peer; `b""` means the peer closed its side."""
+        if not data:
+            self._eof = True
+            return
+        if self._start and self._start >= len(self._buffer) // 2:
+            del self._buffer[: self._start]
+            self._start = 0
+        self._buffer += data
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer) - self._start
+
+    def next_event(self) -> RequestReceived | Sentinel:
+        """The next complete request, NEED_DATA, or CONNECTION_CLOSED; raises ProtocolError on bad bytes."""
+        available = len(self._buffer) - self._start
+        if available < 4:
+            return self._incomplete(available)
+        (size,) = _INT32.unpack_from(self._buffer, self._start)
+        if size < 0 or size > self.max_request_bytes:
+            raise ProtocolError(
+                f"frame size {size} outside [0, socket.request.max.bytes={self.max_request_bytes}]"
+            )
+        if available < 4 + size:
+            return self._incomplete(available)
+        begin = self._start + 4
+        frame = memoryview(bytes(self._buffer[begin : begin + size]))
+        self._start = begin + size
+        return self._parse_frame(frame)
+
+    def _incomplete(self, available: int) -> Sentinel:
+        if self._eof:
+            if available:
+                raise ProtocolError(f"connection closed with {available} bytes of an incomplete frame")
+            return CONNECTION_CLOSED
+        return NEED_DATA
+
+    def _parse_frame(self, frame: memoryview) -> RequestReceived:
+        if len(frame) < 10:
+            raise ProtocolError(f"request header truncated ({len(frame)} bytes)")
+        api_key_value, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+        (client_id_length,) = struct.unpack_from(">h", frame, 8)
+        position = 10
+        client_id: str | None = None
+        if client_id_length >= 0:
+            if position + client_id_length > len(frame):
+                raise ProtocolError("client_id runs past the end of the frame")
+            try:
+                client_id = bytes(frame[position : position + client_id_length]).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ProtocolError("client_id is not UTF-8") from exc
+            position += client_id_length
+        elif client_id_length != -1:
+            raise ProtocolError(f"invalid client_id length {client_id_length}")
+        try:
+            api_key = ApiKey(api_key_value)
+        except ValueError:
+            raise ProtocolError(f"unknown API key {api_key_value}") from None
+        if not is_accepted(api_key, api_version):
+            if api_key is ApiKey.API_VERSIONS and api_version >= 0:
+                return RequestReceived(api_key, api_version, correlation_id, client_id, None, len(frame))
+            raise ProtocolError(f"unsupported version {api_version} of {api_key.name}")
+        if is_flexible(api_key, api_version):
+            position = _skip_tagged_fields(frame, position)
+        request = decode_request(api_key, api_version, frame[position:])
+        return RequestReceived(api_key, api_version, correlation_id, client_id, request, len(frame))
+
+    @staticmethod
+    def encode_response(event: RequestReceived, response: Any) -> bytes:
+        """The size-prefixed frame answering `event` (header v0 or v1 as the API version requires)."""
+        return encode_response(response, event.correlation_id)
+
+
+def _read_unsigned_varint(frame: memoryview, position: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if position >= len(frame):
+            raise ProtocolError("varint runs past the end of the frame")
+        byte = frame[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+        shift += 7
+        if shift > 28:
+            raise ProtocolError("varint longer than 5 bytes")
+
+
+def _skip_tagged_fields(frame: memoryview, position: int) -> int:
+    count, position = _read_unsigned_varint(frame, position)
+    for _ in range(count):
+        _tag, position = _read_unsigned_varint(frame, position)
+        size, position = _read_unsigned_varint(frame, position)
+        position += size
+        if position > len(frame):
+            raise ProtocolError("tagged field runs past the end of the frame")
+    return position

@@ -1,0 +1,135 @@
+"""Thin adapter over kafka-python's JSON-schema message classes (`kafka.protocol`).
+
+Owns the api_key -> (request class, response class) table and the two operations the connection needs:
+decode a request body of a given version, and encode a response with its header and frame. The classes
+are generated from Apache Kafka's own message JSON, so field names match the protocol spec.
+Stateless and thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from kafka.protocol.admin.groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.consumer.offsets import (
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ProtocolError
+
+__all__ = [
+    "REQUEST_CLASSES",
+    "RESPONSE_CLASSES",
+    "ApiMessage",
+    "decode_request",
+    "encode_response",
+    "is_flexible",
+]
+
+_PAIRS: dict[ApiKey, tuple[Any, Any]] = {
+    ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
+    ApiKey.FETCH: (FetchRequest, FetchResponse),
+    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
+    ApiKey.METADATA: (MetadataRequest, MetadataResponse),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.JOIN_GROUP: (JoinGroupRequest, JoinGroupResponse),
+    ApiKey.HEARTBEAT: (HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.SYNC_GROUP: (SyncGroupRequest, SyncGroupResponse),
+    ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, DescribeGroupsResponse),
+    ApiKey.LIST_GROUPS: (ListGroupsRequest, ListGroupsResponse),
+    ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
+    ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.DELETE_RECORDS: (DeleteRecordsRequest, DeleteRecordsResponse),
+    ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
+    ApiKey.ALTER_CONFIGS: (AlterConfigsRequest, AlterConfigsResponse),
+    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
+    ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
+}
+REQUEST_CLASSES: dict[ApiKey, Any] = {key: pair[0] for key, pair in _PAIRS.items()}
+RESPONSE_CLASSES: dict[ApiKey, Any] = {key: pair[1] for key, pair in _PAIRS.items()}
+
+
+def is_flexible(api_key: ApiKey, api_version: int) -> bool:
+    """True when this API version uses the flexible encoding (request header v2, response header v1)."""
+    return bool(REQUEST_CLASSES[api_key].flexible_version_q(api_version))
+
+
+def decode_request(api_key: ApiKey, api_version: int, body: memoryview) -> Any:
+    """Decode a request body (the bytes after the request header). Raises ProtocolError on bad bytes."""
+    try:
+        return REQUEST_CLASSES[api_key].decode(body, version=api_version)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # the generated decoders raise assorted errors on truncated/garbage input
+        raise ProtocolError(f"cannot decode {api_key.name} v{api_version} request: {exc!r}") from exc
+
+
+def response_class(api_key: ApiKey, api_version: int) -> Any:
+    """The versioned response class for a request, e.g. `ProduceResponse[9]`."""
+    return RESPONSE_CLASSES[api_key][api_version]
+
+
+def encode_response(response: Any, correlation_id: int) -> bytes:
+    """Encode `response` (a versioned kafka-python response object) with its header, size-prefixed."""
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
