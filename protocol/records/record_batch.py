@@ -103,7 +103,7 @@ class RecordBatch:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
             f"records_count={self.records_count}, size_bytes={self.size_bytes}, "
-            f"compression={self.compression_type.name}, attributes={self.attributes:#x})"
+            f"attributes={self.attributes:#x})"
         )
 
     # -- header fields -------------------------------------------------------------------------
@@ -141,7 +141,11 @@ class RecordBatch:
 
     @property
     def compression_type(self) -> CompressionType:
-        return CompressionType(self.attributes & COMPRESSION_CODEC_MASK)
+        """Raises CorruptMessageError for codec ids 5-7 (unknown to Kafka)."""
+        codec = self.attributes & COMPRESSION_CODEC_MASK
+        if codec > CompressionType.ZSTD:
+            raise CorruptMessageError(f"unknown compression codec {codec} in record batch attributes")
+        return CompressionType(codec)
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -236,6 +240,8 @@ class RecordBatch:
             return f"record batch of {batch_length + LOG_OVERHEAD} bytes is truncated to {available} bytes"
         if self.records_count < 0:
             return f"negative records count {self.records_count}"
+        if self.attributes & COMPRESSION_CODEC_MASK > CompressionType.ZSTD:
+            return f"unknown compression codec {self.attributes & COMPRESSION_CODEC_MASK}"
         stored, computed = self.crc, self.compute_crc()
         if stored != computed:
             return f"record batch CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
