@@ -13,14 +13,15 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from storage.log_manager import LogManager, TopicMetadata
+from storage.unified_log import LogAppendInfo, UnifiedLog
+
 from broker.purgatory import FetchPurgatory, TopicPartition
 from protocol.errors import (
     KafkaError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from storage.log_manager import LogManager, TopicMetadata
-from storage.unified_log import LogAppendInfo, UnifiedLog
 
 LEADER_EPOCH = 0
 READ_UNCOMMITTED = 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from protocol.error_codes import ErrorCode
 
-
 ERROR_CLASSES: dict[ErrorCode, type[KafkaError]] = {}
 
 
@@ -63,8 +62,8 @@ class LeaderNotAvailableError(KafkaError):
     retriable = True
 
 
-class NotLeaderForPartitionError(KafkaError):
-    error_code = ErrorCode.NOT_LEADER_FOR_PARTITION
+class NotLeaderOrFollowerError(KafkaError):
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     retriable = True
 
 
@@ -82,8 +81,8 @@ class ReplicaNotAvailableError(KafkaError):
     retriable = True
 
 
-class MessageSizeTooLargeError(KafkaError):
-    error_code = ErrorCode.MESSAGE_SIZE_TOO_LARGE
+class MessageTooLargeError(KafkaError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class StaleControllerEpochError(KafkaError):
@@ -114,8 +113,8 @@ class NotCoordinatorError(KafkaError):
     retriable = True
 
 
-class InvalidTopicError(KafkaError):
-    error_code = ErrorCode.INVALID_TOPIC
+class InvalidTopicExceptionError(KafkaError):
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class RecordListTooLargeError(KafkaError):
@@ -204,8 +203,8 @@ class InvalidReplicationFactorError(KafkaError):
     error_code = ErrorCode.INVALID_REPLICATION_FACTOR
 
 
-class InvalidReplicationAssignmentError(KafkaError):
-    error_code = ErrorCode.INVALID_REPLICATION_ASSIGNMENT
+class InvalidReplicaAssignmentError(KafkaError):
+    error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 class InvalidConfigError(KafkaError):

@@ -83,7 +83,7 @@ def test_eof_between_frames_is_a_clean_close_and_mid_frame_is_an_error() -> None
 def test_frame_larger_than_socket_request_max_bytes_is_refused_before_buffering_it() -> None:
     connection = ServerConnection(max_request_bytes=1000)
     connection.receive_data(struct.pack(">i", 1001))
-    with pytest.raises(ProtocolError, match="socket.request.max.bytes"):
+    with pytest.raises(ProtocolError, match=r"socket\.request\.max\.bytes"):
         connection.next_event()
 
 
