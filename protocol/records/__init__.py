@@ -4,10 +4,18 @@ Sans-IO: bytes in, typed values out. No sockets, files, threads or asyncio.
 """
 
 from protocol.records.attributes import CompressionType, TimestampType
+from protocol.records.builder import (
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    build_batch,
+    build_control_batch,
+    parse_control_record_type,
+)
 from protocol.records.compression import compress, decompress
 from protocol.records.record_batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC_V2,
     Record,
     RecordBatch,
     iter_batches,
@@ -15,18 +23,36 @@ from protocol.records.record_batch import (
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
+from protocol.records.varint import (
+    decode_varint,
+    decode_varlong,
+    encode_varint,
+    size_of_varint,
+    write_varint,
+)
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "CONTROL_TYPE_ABORT",
+    "CONTROL_TYPE_COMMIT",
     "LOG_OVERHEAD",
+    "MAGIC_V2",
     "CompressionType",
     "Record",
     "RecordBatch",
     "TimestampType",
+    "build_batch",
+    "build_control_batch",
     "compress",
+    "decode_varint",
+    "decode_varlong",
     "decompress",
+    "encode_varint",
     "iter_batches",
+    "parse_control_record_type",
     "set_base_offset",
     "set_max_timestamp_and_type",
     "set_partition_leader_epoch",
+    "size_of_varint",
+    "write_varint",
 ]

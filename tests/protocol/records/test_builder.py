@@ -200,7 +200,7 @@ def test_control_batch_layout(commit: bool, control_type: int) -> None:
     assert marker == Record(
         77, 1_700_000_000_000, struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, 9)
     )
-    assert parse_control_record_type(marker.key) == control_type  # type: ignore[arg-type]
+    assert parse_control_record_type(marker.key) == control_type
     assert KafkaPythonBatch(data).is_control_batch
     assert KafkaPythonBatch(data).validate_crc()
 
