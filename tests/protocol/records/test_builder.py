@@ -136,9 +136,7 @@ def test_header_fields_and_flags() -> None:
 
 def test_delete_horizon_sets_bit_6_and_base_timestamp() -> None:
     records = [Record(10, 1_000, b"a", b"x"), Record(11, 2_000, b"t", None, (("h", None),))]
-    data = build_batch(
-        records, base_offset=10, delete_horizon_ms=86_400_000, compression=CompressionType.ZSTD
-    )
+    data = build_batch(records, base_offset=10, delete_horizon_ms=86_400_000, compression=CompressionType.ZSTD)
     batch = RecordBatch(data)
     assert batch.is_valid()
     assert batch.attributes & 0x40
@@ -197,9 +195,7 @@ def test_control_batch_layout(commit: bool, control_type: int) -> None:
     assert batch.partition_leader_epoch == 3
     assert batch.base_timestamp == batch.max_timestamp == 1_700_000_000_000
     [marker] = list(batch.records())
-    assert marker == Record(
-        77, 1_700_000_000_000, struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, 9)
-    )
+    assert marker == Record(77, 1_700_000_000_000, struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, 9))
     assert parse_control_record_type(marker.key) == control_type
     assert KafkaPythonBatch(data).is_control_batch
     assert KafkaPythonBatch(data).validate_crc()

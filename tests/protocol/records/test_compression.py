@@ -40,12 +40,8 @@ def test_snappy_decodes_kafka_python_xerial_stream() -> None:
     kafka_codec = pytest.importorskip("kafka.codec")
     if not kafka_codec.has_snappy():
         # Build the Java-client framing by hand from cramjam raw blocks.
-        blocks = [
-            bytes(cramjam.snappy.compress_raw(PAYLOAD[i : i + 1000])) for i in range(0, len(PAYLOAD), 1000)
-        ]
-        framed = (
-            XERIAL_MAGIC + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
-        )
+        blocks = [bytes(cramjam.snappy.compress_raw(PAYLOAD[i : i + 1000])) for i in range(0, len(PAYLOAD), 1000)]
+        framed = XERIAL_MAGIC + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
     else:
         framed = kafka_codec.snappy_encode(PAYLOAD, xerial_compatible=True, xerial_blocksize=1000)
         assert kafka_codec.snappy_decode(compress(CompressionType.SNAPPY, PAYLOAD)) == PAYLOAD

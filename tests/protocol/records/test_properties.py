@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import CorruptMessageError
 from protocol.records import CompressionType, Record, RecordBatch, iter_batches
-from protocol.records.builder import build_batch
+from protocol.records.builder import _encode_records_c, _encode_records_python, build_batch
 
 _nullable_bytes = st.none() | st.binary(max_size=64)
 _headers = st.lists(st.tuples(st.text(max_size=8), _nullable_bytes), max_size=3).map(tuple)
@@ -45,9 +45,7 @@ def _batches(draw: st.DrawFn) -> tuple[int, list[Record], CompressionType, int |
 @given(_batches())
 def test_build_then_read_round_trips(case: tuple[int, list[Record], CompressionType, int | None]) -> None:
     base_offset, records, codec, delete_horizon_ms = case
-    data = build_batch(
-        records, base_offset=base_offset, compression=codec, delete_horizon_ms=delete_horizon_ms
-    )
+    data = build_batch(records, base_offset=base_offset, compression=codec, delete_horizon_ms=delete_horizon_ms)
     batch = RecordBatch(data)
     batch.ensure_valid()
     assert batch.size_bytes == len(data)
@@ -90,3 +88,14 @@ def test_mangled_batches_only_ever_raise_corrupt_message(
                 assert record is not None
         except CorruptMessageError:
             pass
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_batches())
+def test_python_and_cython_record_encoders_agree(case: tuple[int, list[Record], CompressionType, int | None]) -> None:
+    base_offset, records, _, _ = case
+    if not records:
+        return
+    cython_section = bytes(_encode_records_c(records, base_offset))
+    python_section = bytes(_encode_records_python(records, base_offset, records[0].timestamp))
+    assert cython_section == python_section
