@@ -1,0 +1,94 @@
+"""Produce-path validation of one partition's payload (Kafka's LogValidator; notes §3.4/§6, spec §4).
+
+Checks run on the header first; records are decoded only where Kafka needs them: keys on compacted topics
+and record timestamps when a timestamp window is configured for CreateTime topics.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+    RecordListTooLargeError,
+)
+from protocol.records import LOG_OVERHEAD, RecordBatch, TimestampType, iter_batches
+from storage.config_def import LONG_MAX
+from storage.log_config import LogConfig
+
+MAGIC_V2 = 2
+
+
+class LogValidator:
+    """Stateless validation for one topic-partition's config; thread-safe (no mutable state)."""
+
+    def __init__(self, topic_partition: str, config: LogConfig) -> None:
+        self.topic_partition = topic_partition
+        self.config = config
+
+    def validate(self, records: bytes | bytearray | memoryview, now_ms: int) -> RecordBatch:
+        """Return the single valid client batch in `records`, or raise the Kafka error for it."""
+        view = memoryview(records)
+        if len(view) < LOG_OVERHEAD:
+            raise CorruptMessageError(f"record set of {len(view)} bytes is too small for a batch header")
+        if len(view) > 16 and view[16] != MAGIC_V2:
+            raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {view[16]}")
+        batches = list(iter_batches(view))
+        if not batches:
+            raise CorruptMessageError(f"record batch in {len(view)} bytes is truncated")
+        if len(batches) > 1:
+            raise InvalidRecordError(
+                f"Produce request for {self.topic_partition} must contain exactly one record batch, "
+                f"got {len(batches)}")
+        batch = batches[0]
+        if batch.size_bytes != len(view):
+            raise CorruptMessageError(
+                f"record set has {len(view) - batch.size_bytes} trailing bytes after the record batch")
+        if batch.magic != MAGIC_V2:
+            raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {batch.magic}")
+        batch.ensure_valid()
+        if batch.is_control:
+            raise InvalidRecordError("Clients are not allowed to write control records")
+        if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
+            raise InvalidRecordError(
+                f"Inner record count {batch.records_count} does not match last offset delta "
+                f"{batch.last_offset_delta} + 1 in {self.topic_partition}")
+        config = self.config
+        if batch.size_bytes > config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"The record batch of {batch.size_bytes} bytes in {self.topic_partition} is larger than "
+                f"max.message.bytes ({config.max_message_bytes})")
+        if batch.size_bytes > config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"The record batch of {batch.size_bytes} bytes in {self.topic_partition} is larger than "
+                f"segment.bytes ({config.segment_bytes})")
+        self._validate_records(batch, now_ms)
+        return batch
+
+    def _validate_records(self, batch: RecordBatch, now_ms: int) -> None:
+        config = self.config
+        check_timestamps = not config.log_append_time and (
+            config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX)
+        if not config.compact and not check_timestamps:
+            return
+        low = now_ms - config.message_timestamp_before_max_ms
+        high = now_ms + config.message_timestamp_after_max_ms
+        key_errors: list[tuple[int, str]] = []
+        timestamp_errors: list[tuple[int, str]] = []
+        no_key = f"Compacted topic cannot accept message without key in topic partition {self.topic_partition}."
+        log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+        for index, record in enumerate(batch.records()):
+            if config.compact and record.key is None:
+                key_errors.append((index, no_key))
+            if check_timestamps:
+                timestamp = batch.max_timestamp if log_append else record.timestamp
+                if not low <= timestamp <= high:
+                    timestamp_errors.append((index, (
+                        f"Timestamp {timestamp} of message with offset {record.offset} is out of range. "
+                        f"The timestamp should be within [{low}, {high}]")))
+        if timestamp_errors:
+            raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
+                                        record_errors=tuple(timestamp_errors))
+        if key_errors:
+            raise InvalidRecordError(no_key, record_errors=tuple(key_errors))

@@ -1,0 +1,396 @@
+"""One partition's log: ordered segments, offsets, producer state, rolling, retention and the cleaner swap.
+
+Single node: the high watermark and the last stable offset are the log end offset, advanced on every append.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.errors import OffsetOutOfRangeError
+from protocol.records import (
+    RecordBatch,
+    TimestampType,
+    set_base_offset,
+    set_max_timestamp_and_type,
+    set_partition_leader_epoch,
+)
+from storage.checkpoint import fsync_dir
+from storage.clock import Clock, SystemClock
+from storage.log_config import LogConfig
+from storage.log_loader import LogLoader
+from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from storage.log_validator import LogValidator
+from storage.producer_state import ProducerStateManager
+
+logger = logging.getLogger(__name__)
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+@dataclass
+class LogAppendInfo:
+    """Result of an append: the assigned offsets, or the original ones for a duplicate batch."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    record_count: int
+    duplicate: bool = False
+
+
+@dataclass
+class FetchDataInfo:
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+def parse_topic_partition(dir: Path) -> tuple[str, int]:
+    topic, _, partition = Path(dir).name.rpartition("-")
+    return topic, int(partition)
+
+
+class UnifiedLog:
+    """Owns one `<topic>-<partition>` directory: its segments, offsets, producer state and recovery point.
+
+    Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the
+    broker's IO threads, its timers and the cleaner threads may call in concurrently.
+    """
+
+    def __init__(
+        self,
+        dir: Path,
+        config: LogConfig,
+        *,
+        clock: Clock | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        self.dir = Path(dir)
+        if topic is None or partition is None:
+            topic, partition = parse_topic_partition(self.dir)
+        self.topic, self.partition = topic, partition
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        loaded = LogLoader(self.dir, config, recovery_point=recovery_point, log_start_offset=log_start_offset,
+                           clean_shutdown=clean_shutdown, now_ms=self.clock.time_ms()).load()
+        self._segments: list[LogSegment] = loaded.segments
+        self._log_end_offset = loaded.log_end_offset
+        self.log_start_offset = loaded.log_start_offset
+        self.recovery_point = loaded.recovery_point
+        self.unflushed_messages = 0
+        self.last_flush_ms = self.clock.time_ms()
+        self.producer_state = ProducerStateManager(self.dir, self.topic_partition)
+        self._rebuild_producer_state()
+
+    @property
+    def topic_partition(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # ------------------------------------------------------------------ offsets
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size_bytes for s in self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def segments(self) -> list[LogSegment]:
+        with self._lock:
+            return list(self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+
+    # ----------------------------------------------------------- producer state
+    def _rebuild_producer_state(self) -> None:
+        """Load the newest snapshot and replay producer batches after it (or the whole log without one)."""
+        state = self.producer_state
+        start = state.load_latest_snapshot(self._log_end_offset)
+        if start is None:
+            start = self.log_start_offset
+        for segment in self._segments:
+            if segment.next_offset <= start:
+                continue
+            _, position = segment.offset_index.lookup(start)
+            for _, batch in segment.log.batches(position):
+                if batch.last_offset >= start and batch.producer_id >= 0:
+                    state.update(batch)
+
+    # ------------------------------------------------------------------- append
+    def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
+        """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
+        with self._lock:
+            now_ms = self.clock.time_ms()
+            config = self.config
+            batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
+            if batch.producer_id >= 0:
+                duplicate = self.producer_state.check_append(batch, self._log_end_offset)
+                if duplicate is not None:
+                    return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset,
+                                         batch.records_count, duplicate=True)
+            first_offset = self._log_end_offset
+            last_offset = first_offset + batch.last_offset_delta
+            max_timestamp = now_ms if config.log_append_time else batch.max_timestamp
+            self._maybe_roll(batch.size_bytes, max_timestamp, last_offset, now_ms)
+            buffer = bytearray(batch.raw())
+            set_base_offset(buffer, 0, first_offset)
+            set_partition_leader_epoch(buffer, 0, leader_epoch)
+            if config.log_append_time:
+                set_max_timestamp_and_type(buffer, 0, now_ms, TimestampType.LOG_APPEND_TIME)
+            self.active_segment.append(buffer, last_offset, max_timestamp, last_offset, now_ms=now_ms)
+            appended = RecordBatch(buffer, 0)
+            if appended.producer_id >= 0:
+                self.producer_state.update(appended)
+            self._log_end_offset = last_offset + 1
+            self.unflushed_messages += batch.records_count
+            return LogAppendInfo(first_offset, last_offset, now_ms if config.log_append_time else -1,
+                                 self.log_start_offset, batch.records_count)
+
+    def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
+        segment = self.active_segment
+        config = self.config
+        reason = None
+        if segment.size_bytes > config.segment_bytes - size_bytes:
+            reason = "segment.bytes"
+        elif not segment.is_empty and self._time_waited_ms(segment, max_timestamp, now_ms) > \
+                config.max_segment_ms - segment.rolling_jitter_ms:
+            reason = "segment.ms"
+        elif segment.index_full():
+            reason = "index full"
+        elif not segment.can_convert_to_relative_offset(last_offset):
+            reason = "relative offset overflow"
+        if reason is not None:
+            logger.debug("Rolling %s at offset %d (%s)", self.topic_partition, self._log_end_offset, reason)
+            self.roll()
+
+    @staticmethod
+    def _time_waited_ms(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
+        first = segment.rolling_based_timestamp
+        if first is not None and first >= 0:
+            return max_timestamp - first
+        return now_ms - (segment.first_append_time_ms or segment.created_ms)
+
+    def roll(self) -> None:
+        """Close the active segment (if it has data) and start a new one at the log end offset."""
+        with self._lock:
+            active = self.active_segment
+            if active.is_empty:
+                return
+            active.on_becoming_inactive()
+            active.flush()
+            config = self.config
+            jitter = random.randrange(min(config.segment_jitter_ms, config.max_segment_ms)) \
+                if config.segment_jitter_ms > 0 else 0
+            new = LogSegment(self.dir, self._log_end_offset, index_interval_bytes=config.index_interval_bytes,
+                             max_index_size_bytes=config.segment_index_bytes, rolling_jitter_ms=jitter,
+                             created_ms=self.clock.time_ms())
+            self._segments.append(new)
+            self.producer_state.take_snapshot(self._log_end_offset)
+            self.recovery_point = max(self.recovery_point, new.base_offset)
+
+    def roll_if_due(self, now_ms: int) -> bool:
+        """Time-based roll of a non-empty active segment without an append (broker timer).
+
+        Measured from the broker time of the segment's first append, so producer clock skew cannot delay it.
+        """
+        with self._lock:
+            active = self.active_segment
+            if active.is_empty:
+                return False
+            started_ms = active.first_append_time_ms if active.first_append_time_ms is not None \
+                else active.created_ms
+            if now_ms - started_ms >= self.config.max_segment_ms - active.rolling_jitter_ms:
+                self.roll()
+                return True
+            return False
+
+    # --------------------------------------------------------------------- read
+    def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        with self._lock:
+            end_offset = self._log_end_offset
+            if start_offset < self.log_start_offset or start_offset > end_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {start_offset} for partition {self.topic_partition}, but we "
+                    f"only have log segments in the range {self.log_start_offset} to {end_offset}.")
+            limit_offset = end_offset if max_offset is None else min(max_offset, end_offset)
+            chunks: list[bytes] = []
+            remaining = max_bytes
+            index = max(0, bisect.bisect_right([s.base_offset for s in self._segments], start_offset) - 1)
+            offset = start_offset
+            for segment in self._segments[index:]:
+                if offset >= limit_offset or (chunks and remaining <= 0):
+                    break
+                max_position = None
+                if limit_offset < segment.next_offset:
+                    found = segment.translate_offset(limit_offset)
+                    max_position = found[0] if found is not None else None
+                data = segment.read(offset, remaining, max_position, min_one_message and not chunks)
+                if data:
+                    chunks.append(data)
+                    remaining -= len(data)
+                offset = max(offset, segment.next_offset)
+            return FetchDataInfo(b"".join(chunks), self.high_watermark, self.log_start_offset)
+
+    def fetch_offset_by_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        with self._lock:
+            if timestamp_ms == LATEST_TIMESTAMP:
+                return self._log_end_offset, -1
+            if timestamp_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                return self.log_start_offset, -1
+            if timestamp_ms == LATEST_TIERED_TIMESTAMP:
+                return None
+            if timestamp_ms == MAX_TIMESTAMP:
+                best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+                if best.max_timestamp_so_far < 0:
+                    return None
+                return best.find_offset_by_timestamp(best.max_timestamp_so_far, self.log_start_offset)
+            for segment in self._segments:
+                if segment.max_timestamp_so_far >= timestamp_ms and segment.next_offset > self.log_start_offset:
+                    found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+                    if found is not None:
+                        return found
+            return None
+
+    # ---------------------------------------------------------------- retention
+    def delete_retention_segments(self, now_ms: int) -> int:
+        """Delete old segments (log start breach always; retention.ms/bytes for `delete` topics)."""
+        with self._lock:
+            config = self.config
+            candidates = self._segments[:-1]
+            deletable = 0
+            for i in range(len(candidates)):
+                if self._segments[i + 1].base_offset <= self.log_start_offset:
+                    deletable = i + 1
+            if config.delete:
+                if config.retention_ms >= 0:
+                    for i, segment in enumerate(candidates):
+                        if now_ms - segment.largest_timestamp <= config.retention_ms:
+                            break
+                        deletable = max(deletable, i + 1)
+                if config.retention_bytes >= 0:
+                    excess = sum(s.size_bytes for s in self._segments) - config.retention_bytes
+                    for i, segment in enumerate(candidates):
+                        if excess - segment.size_bytes < 0:
+                            break
+                        excess -= segment.size_bytes
+                        deletable = max(deletable, i + 1)
+            if deletable:
+                self._delete_segments(self._segments[:deletable])
+            return deletable
+
+    def _delete_segments(self, segments: list[LogSegment]) -> None:
+        for segment in segments:
+            self._segments.remove(segment)
+            logger.info("Deleting segment %s of %s", segment.base_offset, self.topic_partition)
+            segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
+            segment.close()
+            segment.delete()
+        new_start = max(self.log_start_offset, self._segments[0].base_offset)
+        self._advance_log_start_offset(new_start)
+
+    def _advance_log_start_offset(self, new_offset: int) -> None:
+        if new_offset > self.log_start_offset:
+            self.log_start_offset = new_offset
+            self.producer_state.on_log_start_offset_incremented(new_offset)
+
+    def maybe_increment_log_start_offset(self, new_offset: int) -> None:
+        """DeleteRecords: move the log start; segments wholly below it go at the next retention pass."""
+        with self._lock:
+            if new_offset > self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_offset} of partition "
+                    f"{self.topic_partition} since it is larger than the high watermark {self.high_watermark}")
+            self._advance_log_start_offset(new_offset)
+
+    # --------------------------------------------------------------- cleaner swap
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Crash-safe swap of cleaned segments (spec §2.8): `.cleaned` -> `.swap`, old -> `.deleted`,
+        `.swap` -> live, then unlink the `.deleted` files. Old segments already gone are skipped."""
+        with self._lock:
+            present = [s for s in sorted(old_segments, key=lambda s: s.base_offset)
+                       if any(s is live for live in self._segments)]
+            if not present:
+                for segment in new_segments:
+                    segment.close()
+                    segment.delete()
+                return
+            ordered = sorted(new_segments, key=lambda s: s.base_offset)
+            for segment in reversed(ordered):
+                if segment.suffix == CLEANED_SUFFIX:
+                    segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_dir(self.dir)
+            for segment in present:
+                self._segments.remove(segment)
+                segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
+            for segment in ordered:
+                bases = [s.base_offset for s in self._segments]
+                self._segments.insert(bisect.bisect_left(bases, segment.base_offset), segment)
+            for segment in ordered:
+                if segment.suffix == SWAP_SUFFIX:
+                    segment.change_file_suffixes(SWAP_SUFFIX, "")
+            fsync_dir(self.dir)
+            for segment in present:
+                segment.close()
+                segment.delete()
+
+    # ---------------------------------------------------------------- lifecycle
+    def flush(self) -> None:
+        with self._lock:
+            for segment in self._segments:
+                if segment.next_offset > self.recovery_point or segment is self.active_segment:
+                    segment.flush()
+            self.recovery_point = self._log_end_offset
+            self.unflushed_messages = 0
+            self.last_flush_ms = self.clock.time_ms()
+
+    def close(self) -> None:
+        with self._lock:
+            self.flush()
+            self.producer_state.take_snapshot(self._log_end_offset)
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+            self._segments = []
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"UnifiedLog({self.topic_partition}, start={self.log_start_offset}, "
+                f"end={self._log_end_offset}, segments={len(self._segments)})")
