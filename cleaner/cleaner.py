@@ -1,0 +1,396 @@
+"""The pure cleaning core: segments of one partition in, `.cleaned` segments plus statistics out.
+
+Exactly Kafka's `Cleaner.doClean` (spec §2.4-§2.7, §2.10): build the offset map over the dirty range
+`[first_dirty_offset, first_uncleanable_offset)` until the map is full, then recopy every segment of
+`[0, end_offset)` group by group, keeping the latest record per key with original offsets and batch
+boundaries, tombstones in two stages (KIP-534 delete horizon), transaction markers while needed, each active
+producer's last batch (empty if need be) and the last batch of the round, in the codec of the stored batch.
+
+No threads, locks, metrics or swaps here: the caller (the cleaner thread) owns selection, the crash-safe swap
+(`UnifiedLog.replace_segments`), the checkpoint and the metrics. Hooks let it abort (`check_done` raises)
+and throttle (`throttle(bytes)`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from cleaner.cleaner_stats import CleanerStats
+from cleaner.log_to_clean import segments_overlapping
+from cleaner.offset_map import OffsetMap
+from cleaner.transaction_metadata import AbortedTransaction, CleanedTransactionMetadata
+from protocol.records import CompressionType, Record, RecordBatch, TimestampType
+from protocol.records.builder import build_batch
+from storage.clock import Clock
+from storage.log_segment import CLEANED_SUFFIX, LogSegment
+
+INT_MAX = 2_147_483_647
+_WRITE_CHUNK_BYTES = 1 << 20
+
+
+class TopicCleaningConfig(Protocol):
+    """The topic configs a round reads (storage.log_config.LogConfig satisfies this)."""
+
+    @property
+    def segment_bytes(self) -> int: ...
+
+    @property
+    def segment_index_bytes(self) -> int: ...
+
+    @property
+    def index_interval_bytes(self) -> int: ...
+
+    @property
+    def delete_retention_ms(self) -> int: ...
+
+
+class LastProducerRecord(NamedTuple):
+    """Producer-state view (Kafka's lastRecordsOfActiveProducers): last data offset (None if the producer's
+    last entry is a marker) and current epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+class BatchRetention(enum.Enum):
+    DELETE = 0
+    DELETE_EMPTY = 1
+    RETAIN_EMPTY = 2
+
+
+@dataclass(slots=True)
+class CleanedGroup:
+    """One output segment (files with the `.cleaned` suffix, flushed, mtime set) and the segments it replaces."""
+
+    cleaned: LogSegment
+    sources: list[LogSegment]
+    #: aborted-transaction entries still backed by data, for the new segment's transaction index
+    aborted_transactions: list[AbortedTransaction] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CleaningResult:
+    end_offset: int
+    groups: list[CleanedGroup]
+    stats: CleanerStats
+
+
+def group_segments_by_size(
+    segments: Sequence[LogSegment], max_size_bytes: int, max_index_size_bytes: int, first_uncleanable_offset: int
+) -> list[list[LogSegment]]:
+    """Kafka's groupSegmentsBySize (spec §2.7): input log sizes, index sizes and a 2^31 offset span."""
+    groups: list[list[LogSegment]] = []
+    i = 0
+    while i < len(segments):
+        group = [segments[i]]
+        log_size = segments[i].size_bytes
+        index_size = segments[i].offset_index.size_bytes
+        time_index_size = segments[i].time_index.size_bytes
+        i += 1
+        while i < len(segments):
+            candidate = segments[i]
+            last_offset = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else first_uncleanable_offset - 1
+            if not (
+                log_size + candidate.size_bytes <= max_size_bytes
+                and index_size + candidate.offset_index.size_bytes <= max_index_size_bytes
+                and time_index_size + candidate.time_index.size_bytes <= max_index_size_bytes
+                and (candidate.size_bytes == 0 or last_offset - group[0].base_offset <= INT_MAX)
+            ):
+                break
+            group.append(candidate)
+            log_size += candidate.size_bytes
+            index_size += candidate.offset_index.size_bytes
+            time_index_size += candidate.time_index.size_bytes
+            i += 1
+        groups.append(group)
+    return groups
+
+
+def _no_aborted_transactions(start_offset: int, upper_bound_offset: int) -> Sequence[AbortedTransaction]:
+    return ()
+
+
+class Cleaner:
+    """Runs cleaning rounds for partitions, one at a time, with one fixed-memory offset map.
+
+    Owns the offset map. Not thread-safe: one Cleaner per cleaner thread.
+    """
+
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        clock: Clock,
+        *,
+        check_done: Callable[[], None] = lambda: None,
+        throttle: Callable[[int], None] = lambda _bytes: None,
+    ) -> None:
+        self.offset_map = offset_map
+        self._clock = clock
+        self._check_done = check_done
+        self._throttle = throttle
+
+    # ------------------------------------------------------------------ round
+    def clean(
+        self,
+        segments: Sequence[LogSegment],
+        *,
+        first_dirty_offset: int,
+        first_uncleanable_offset: int,
+        now_ms: int,
+        config: TopicCleaningConfig,
+        producers: Mapping[int, LastProducerRecord] | None = None,
+        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] = _no_aborted_transactions,
+        on_group_cleaned: Callable[[CleanedGroup], None] | None = None,
+    ) -> CleaningResult:
+        """One round (Kafka's doClean). `segments` is the whole log, oldest first, active segment last;
+        `first_uncleanable_offset` is already rounded down to a segment base (LogToClean); `now_ms` is the
+        round's single `currentTime` for delete horizons. `on_group_cleaned` lets the caller swap each group
+        in as soon as it is written, as Kafka does; otherwise the caller swaps `result.groups`."""
+        stats = CleanerStats(start_ms=self._clock.time_ms())
+        self.build_offset_map(
+            segments, first_dirty_offset, first_uncleanable_offset, stats, collect_aborted_transactions)
+        end_offset = self.offset_map.latest_offset + 1
+        stats.map_complete_ms = self._clock.time_ms()
+        transactions = CleanedTransactionMetadata()
+        groups: list[CleanedGroup] = []
+        to_clean = segments_overlapping(segments, 0, end_offset)
+        for group in group_segments_by_size(
+                to_clean, config.segment_bytes, config.segment_index_bytes, first_uncleanable_offset):
+            cleaned = self._clean_segments(
+                group, now_ms, config, stats, transactions, producers or {}, first_uncleanable_offset,
+                collect_aborted_transactions)
+            groups.append(cleaned)
+            if on_group_cleaned is not None:
+                on_group_cleaned(cleaned)
+        stats.buffer_utilization = self.offset_map.utilization
+        stats.end_ms = self._clock.time_ms()
+        return CleaningResult(end_offset, groups, stats)
+
+    # -------------------------------------------------------------- first pass
+    def build_offset_map(
+        self,
+        segments: Sequence[LogSegment],
+        start_offset: int,
+        end_offset: int,
+        stats: CleanerStats,
+        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] = _no_aborted_transactions,
+    ) -> None:
+        """Map the latest offset of each key in [start_offset, end_offset), stopping when the map is full."""
+        offset_map = self.offset_map
+        offset_map.clear()
+        dirty = segments_overlapping(segments, start_offset, end_offset)
+        transactions = CleanedTransactionMetadata()
+        transactions.add_aborted_transactions(collect_aborted_transactions(start_offset, end_offset))
+        for i, segment in enumerate(dirty):
+            self._check_done()
+            next_segment_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end_offset
+            if self._build_offset_map_for_segment(segment, start_offset, stats, transactions):
+                return
+            # Offset gaps: everything below the next segment is covered by this round.
+            offset_map.update_latest_offset(next_segment_start - 1)
+
+    def _build_offset_map_for_segment(
+        self, segment: LogSegment, start_offset: int, stats: CleanerStats,
+        transactions: CleanedTransactionMetadata,
+    ) -> bool:
+        """Returns True when the map filled up inside this segment."""
+        offset_map = self.offset_map
+        put, fits_offset = offset_map.put, offset_map.fits_offset
+        capacity = offset_map.capacity
+        _, position = segment.offset_index.lookup(start_offset)
+        for _, batch in segment.log.batches(position):
+            self._throttle(batch.size_bytes)
+            if batch.is_control:
+                transactions.on_control_batch_read(batch)
+                stats.map_messages_read += 1
+            elif transactions.on_batch_read(batch):
+                stats.map_messages_read += batch.records_count
+            else:
+                for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
+                    if key is not None and offset >= start_offset:
+                        if offset_map.size >= capacity or not fits_offset(offset):
+                            return True
+                        put(key, offset)
+                    stats.map_messages_read += 1
+            if batch.last_offset >= start_offset:
+                offset_map.update_latest_offset(batch.last_offset)
+            stats.map_bytes_read += batch.size_bytes
+        return False
+
+    # ------------------------------------------------------------- second pass
+    def _clean_segments(
+        self,
+        group: list[LogSegment],
+        now_ms: int,
+        config: TopicCleaningConfig,
+        stats: CleanerStats,
+        transactions: CleanedTransactionMetadata,
+        producers: Mapping[int, LastProducerRecord],
+        upper_bound_offset: int,
+        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]],
+    ) -> CleanedGroup:
+        """Kafka's cleanSegments: recopy a group into one `<first base>.log.cleaned` segment."""
+        base_offset = group[0].base_offset
+        directory = group[0].dir
+        for stale in directory.glob(f"{base_offset:020d}.*{CLEANED_SUFFIX}"):
+            stale.unlink()
+        cleaned = LogSegment(
+            directory, base_offset, suffix=CLEANED_SUFFIX,
+            index_interval_bytes=config.index_interval_bytes, max_index_size_bytes=config.segment_index_bytes)
+        retained_before = len(transactions.retained_aborted_transactions)
+        try:
+            for i, segment in enumerate(group):
+                self._check_done()
+                upper = group[i + 1].base_offset if i + 1 < len(group) else segment.next_offset
+                transactions.add_aborted_transactions(collect_aborted_transactions(segment.base_offset, upper))
+                self._clean_into(segment, cleaned, now_ms, config.delete_retention_ms, stats, transactions,
+                                 producers, upper_bound_offset)
+            cleaned.on_becoming_inactive()
+            cleaned.flush()
+            cleaned.set_last_modified_ms(group[-1].last_modified_ms)
+        except BaseException:
+            cleaned.close()
+            cleaned.delete()
+            raise
+        return CleanedGroup(cleaned, list(group), transactions.retained_aborted_transactions[retained_before:])
+
+    def _clean_into(
+        self,
+        source: LogSegment,
+        dest: LogSegment,
+        now_ms: int,
+        delete_retention_ms: int,
+        stats: CleanerStats,
+        transactions: CleanedTransactionMetadata,
+        producers: Mapping[int, LastProducerRecord],
+        upper_bound_offset: int,
+    ) -> None:
+        """Kafka's cleanInto + MemoryRecords.filterTo for every batch of one source segment."""
+        out = bytearray()
+        out_last_offset = -1
+        out_max_timestamp = -1
+        out_offset_of_max_timestamp = -1
+        for _, batch in source.log.batches(0):
+            batch.ensure_valid()
+            self._throttle(batch.size_bytes)
+            stats.bytes_read += batch.size_bytes
+            written = self._filter_batch(batch, now_ms, delete_retention_ms, stats, transactions, producers,
+                                         upper_bound_offset)
+            if written is None:
+                continue
+            out += written
+            out_last_offset = batch.last_offset
+            max_timestamp = RecordBatch(written).max_timestamp
+            if max_timestamp > out_max_timestamp:
+                out_max_timestamp, out_offset_of_max_timestamp = max_timestamp, batch.last_offset
+            if len(out) >= _WRITE_CHUNK_BYTES:
+                self._append(dest, out, out_last_offset, out_max_timestamp, out_offset_of_max_timestamp, stats)
+                out = bytearray()
+        if out:
+            self._append(dest, out, out_last_offset, out_max_timestamp, out_offset_of_max_timestamp, stats)
+
+    def _append(self, dest: LogSegment, data: bytearray, last_offset: int, max_timestamp: int,
+                offset_of_max_timestamp: int, stats: CleanerStats) -> None:
+        self._throttle(len(data))
+        dest.append(data, last_offset, max_timestamp, offset_of_max_timestamp)
+        stats.bytes_written += len(data)
+
+    def _filter_batch(
+        self,
+        batch: RecordBatch,
+        now_ms: int,
+        delete_retention_ms: int,
+        stats: CleanerStats,
+        transactions: CleanedTransactionMetadata,
+        producers: Mapping[int, LastProducerRecord],
+        upper_bound_offset: int,
+    ) -> bytes | memoryview | None:
+        """The bytes to write for one batch (original bytes, a rebuilt batch, an empty header) or None."""
+        is_control = batch.is_control
+        can_discard = (transactions.on_control_batch_read(batch) if is_control
+                       else transactions.on_batch_read(batch))
+        horizon_ms = batch.delete_horizon_ms
+        # Markers piggy-back on the tombstone horizon: dropped only after a horizon stamped by an earlier round.
+        discard_records = can_discard and (not is_control or (horizon_ms is not None and horizon_ms <= now_ms))
+        retention = self._batch_retention(batch, discard_records, producers, upper_bound_offset)
+        if retention is BatchRetention.DELETE:
+            return None
+        marker_for_empty_transaction = can_discard and is_control
+
+        records = list(batch.records())
+        stats.messages_read += len(records)
+        retained: list[Record] = []
+        contains_tombstones = False
+        if not discard_records:
+            if is_control:
+                retained = records
+            else:
+                offset_map = self.offset_map
+                latest_offset, get = offset_map.latest_offset, offset_map.get
+                retain_deletes = horizon_ms is None or now_ms < horizon_ms
+                for record in records:
+                    key = record.key
+                    if record.offset > latest_offset:
+                        keep = True
+                    elif key is None:
+                        stats.invalid_messages_read += 1
+                        keep = False
+                    else:
+                        keep = record.offset >= get(key) and (record.value is not None or retain_deletes)
+                    if keep:
+                        retained.append(record)
+                        if record.value is None:
+                            contains_tombstones = True
+
+        if retained:
+            stats.messages_written += len(retained)
+            needs_horizon = (contains_tombstones or marker_for_empty_transaction) and horizon_ms is None
+            if len(retained) == len(records) and not needs_horizon:
+                return batch.raw()
+            new_horizon = now_ms + delete_retention_ms if needs_horizon else horizon_ms
+            return self._rebuild(batch, retained, new_horizon)
+        if retention is BatchRetention.RETAIN_EMPTY:
+            return self._rebuild(batch, [], None)
+        return None
+
+    @staticmethod
+    def _batch_retention(batch: RecordBatch, discard_records: bool, producers: Mapping[int, LastProducerRecord],
+                         upper_bound_offset: int) -> BatchRetention:
+        producer_id = batch.producer_id
+        if producer_id >= 0:
+            last = producers.get(producer_id)
+            if last is not None:
+                if last.last_data_offset is not None:
+                    is_last_of_producer = batch.last_offset == last.last_data_offset
+                else:
+                    is_last_of_producer = batch.is_control and batch.producer_epoch == last.producer_epoch
+                if is_last_of_producer:
+                    return BatchRetention.RETAIN_EMPTY
+        if batch.next_offset == upper_bound_offset:
+            # KAFKA-17076: keep the round's last batch, even empty, so its last offset is not lost.
+            return BatchRetention.RETAIN_EMPTY
+        return BatchRetention.DELETE if discard_records else BatchRetention.DELETE_EMPTY
+
+    @staticmethod
+    def _rebuild(batch: RecordBatch, retained: list[Record], delete_horizon_ms: int | None) -> bytes:
+        """Same codec, producer fields, flags, base offset and last offset delta as the stored batch."""
+        log_append_time = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return build_batch(
+            retained,
+            base_offset=batch.base_offset,
+            compression=batch.compression_type if retained else CompressionType.NONE,
+            timestamp_type=batch.timestamp_type,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            is_transactional=batch.is_transactional,
+            is_control=batch.is_control,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            delete_horizon_ms=delete_horizon_ms,
+            last_offset_delta=batch.last_offset_delta,
+            max_timestamp=batch.max_timestamp if log_append_time or not retained else None,
+        )
+
