@@ -17,7 +17,7 @@ from storage.log_manager import LogManager
 
 from broker.admin_http import AdminHttpServer
 from broker.admin_manager import AdminManager
-from broker.config import KafkaConfig
+from broker.config import KafkaConfig, load_properties
 from broker.context import BrokerContext
 from broker.dispatcher import Dispatcher
 from broker.metrics import BrokerMetrics
@@ -46,7 +46,7 @@ class KafkaServer:
         await asyncio.to_thread(self.log_manager.startup)
         ctx = BrokerContext(
             config=self.config,
-            cluster_id=self.log_manager.cluster_id,
+            cluster_id=load_properties(self.config.log_dir / "meta.properties")["cluster.id"],
             replica_manager=self.replica_manager,
             admin=AdminManager(self.log_manager, self.config),
             producer_ids=self.log_manager.producer_ids(),
