@@ -35,11 +35,13 @@ class _IndexFile:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size_bytes // self.entry_size)
-        data = path.read_bytes() if path.exists() else b""
+        #: the file did not exist when opened (a non-empty segment must then rebuild it)
+        self.created_new = not path.exists()
+        data = b"" if self.created_new else path.read_bytes()
         self._torn_bytes = len(data) % self.entry_size
         whole = len(data) - self._torn_bytes
         self._load(memoryview(data)[:whole])
-        self._file = open(path, "r+b" if path.exists() else "w+b")  # noqa: SIM115 - owned for the index lifetime
+        self._file = open(path, "r+b" if path.exists() else "w+b", buffering=0)  # noqa: SIM115
         if self._torn_bytes:
             self._file.truncate(whole)
         self._file.seek(0, os.SEEK_END)

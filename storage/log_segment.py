@@ -98,7 +98,7 @@ class LogSegment:
 
     def sanity_check(self) -> None:
         """Raise IndexCorruptError if either index is inconsistent with the log (caller then recovers)."""
-        if not self.offset_index.path.exists() or not self.time_index.path.exists():
+        if self.size_bytes and (self.offset_index.created_new or self.time_index.created_new):
             raise IndexCorruptError(f"missing index for segment {self.base_offset}")
         self.offset_index.sanity_check(self.log.size_bytes)
         self.time_index.sanity_check(self.next_offset)

@@ -1,0 +1,307 @@
+"""Every partition log of one log dir, the topic registry and the log-dir level files.
+
+Files in the log dir: `minikafka-topics.json` (topic id, partition count and config overrides per topic,
+replaced atomically), `meta.properties`, `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+`producer-id-block`, and `.kafka_cleanshutdown` (written last by `shutdown()`; its presence at startup skips
+crash recovery). Each `<topic>-<partition>` directory gets Kafka's `partition.metadata`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.errors import (
+    InvalidPartitionsError,
+    InvalidTopicExceptionError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    OffsetCheckpointFile,
+    atomic_write,
+)
+from storage.clock import Clock
+from storage.log_config import LogConfig
+from storage.producer_id_manager import ProducerIdManager
+from storage.unified_log import UnifiedLog
+
+logger = logging.getLogger(__name__)
+
+TOPIC_REGISTRY_FILE = "minikafka-topics.json"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES_FILE = "meta.properties"
+PARTITION_METADATA_FILE = "partition.metadata"
+DELETE_DIR_SUFFIX = "-delete"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise InvalidTopicExceptionError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicExceptionError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicExceptionError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+            f"topic name: {name}")
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise InvalidTopicExceptionError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'")
+
+
+@dataclass
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    config_overrides: dict[str, str] = field(default_factory=dict)
+
+
+class LogManager:
+    """Owns the UnifiedLogs of one log dir and the topic registry.
+
+    Thread-safe: an RLock guards the registry and the log map; each UnifiedLog has its own lock.
+    """
+
+    def __init__(self, log_dir: Path, broker_props: Mapping[str, str], clock: Clock) -> None:
+        self.log_dir = Path(log_dir)
+        self.broker_props = dict(broker_props)
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._topics: dict[str, TopicMetadata] = {}
+        self._logs: dict[tuple[str, int], UnifiedLog] = {}
+        self._recovery_checkpoint = OffsetCheckpointFile(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+        self._log_start_checkpoint = OffsetCheckpointFile(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        self.cleaner_offset_checkpoint = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
+        self._producer_ids: ProducerIdManager | None = None
+        self.started = False
+
+    # ------------------------------------------------------------------ startup
+    def startup(self) -> None:
+        with self._lock:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._ensure_meta_properties()
+            marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+            clean_shutdown = marker.exists()
+            for path in self.log_dir.iterdir():
+                if path.is_dir() and path.name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(path, ignore_errors=True)
+            self._topics = self._read_registry()
+            self._remove_orphan_partition_dirs()
+            recovery_points = self._recovery_checkpoint.read()
+            log_starts = self._log_start_checkpoint.read()
+            for meta in self._topics.values():
+                for partition in range(meta.num_partitions):
+                    key = (meta.name, partition)
+                    self._logs[key] = self._open_log(meta, partition, recovery_points.get(key, 0),
+                                                     log_starts.get(key, 0), clean_shutdown)
+            marker.unlink(missing_ok=True)
+            self._producer_ids = ProducerIdManager(self.log_dir)
+            self.started = True
+            logger.info("Loaded %d logs from %s (clean shutdown: %s)", len(self._logs), self.log_dir,
+                        clean_shutdown)
+
+    def _remove_orphan_partition_dirs(self) -> None:
+        """Partition dirs of topics no longer registered (a crash mid-delete) are removed, not resurrected."""
+        for path in self.log_dir.iterdir():
+            if not path.is_dir() or not (path / PARTITION_METADATA_FILE).exists():
+                continue
+            topic, _, partition = path.name.rpartition("-")
+            meta = self._topics.get(topic)
+            if meta is None or not partition.isdigit() or int(partition) >= meta.num_partitions:
+                logger.warning("Removing partition directory %s of an unregistered topic", path)
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _open_log(self, meta: TopicMetadata, partition: int, recovery_point: int, log_start_offset: int,
+                  clean_shutdown: bool) -> UnifiedLog:
+        dir = self.log_dir / f"{meta.name}-{partition}"
+        config = LogConfig.from_props(meta.config_overrides, self.broker_props, allow_unknown=True)
+        log = UnifiedLog(dir, config, clock=self.clock, recovery_point=recovery_point,
+                         log_start_offset=log_start_offset, clean_shutdown=clean_shutdown,
+                         topic=meta.name, partition=partition)
+        metadata_path = dir / PARTITION_METADATA_FILE
+        if not metadata_path.exists():
+            atomic_write(metadata_path, f"version: 0\ntopic_id: {uuid_to_base64(meta.topic_id)}\n".encode())
+        return log
+
+    def _ensure_meta_properties(self) -> None:
+        path = self.log_dir / META_PROPERTIES_FILE
+        if path.exists():
+            return
+        node_id = self.broker_props.get("node.id", self.broker_props.get("broker.id", "1"))
+        cluster_id = self.broker_props.get("minikafka.cluster.id") or uuid_to_base64(uuid.uuid4())
+        text = (f"#\ncluster.id={cluster_id}\ndirectory.id={uuid_to_base64(uuid.uuid4())}\n"
+                f"node.id={node_id}\nversion=1\n")
+        atomic_write(path, text.encode())
+
+    def _read_registry(self) -> dict[str, TopicMetadata]:
+        path = self.log_dir / TOPIC_REGISTRY_FILE
+        if not path.exists():
+            return {}
+        raw = json.loads(path.read_text())
+        return {
+            name: TopicMetadata(name, uuid.UUID(entry["topic_id"]), int(entry["num_partitions"]),
+                                dict(entry.get("config_overrides", {})))
+            for name, entry in raw.get("topics", {}).items()
+        }
+
+    def _write_registry(self) -> None:
+        data = {"version": 1, "topics": {
+            name: {"topic_id": str(meta.topic_id), "num_partitions": meta.num_partitions,
+                   "config_overrides": meta.config_overrides}
+            for name, meta in sorted(self._topics.items())}}
+        atomic_write(self.log_dir / TOPIC_REGISTRY_FILE, json.dumps(data, indent=1).encode())
+
+    # ------------------------------------------------------------------- admin
+    def create_topic(self, name: str, num_partitions: int, config_overrides: Mapping[str, str],
+                     validate_only: bool = False) -> TopicMetadata:
+        validate_topic_name(name)
+        with self._lock:
+            if name in self._topics:
+                raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+            if num_partitions == -1:
+                num_partitions = int(self.broker_props.get("num.partitions", "1"))
+            if num_partitions <= 0:
+                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+            overrides = {k: str(v) for k, v in config_overrides.items()}
+            LogConfig.validate_overrides(overrides, self.broker_props)
+            meta = TopicMetadata(name, uuid.uuid4(), num_partitions, overrides)
+            if validate_only:
+                return meta
+            for partition in range(num_partitions):
+                shutil.rmtree(self.log_dir / f"{name}-{partition}", ignore_errors=True)
+                self._logs[(name, partition)] = self._open_log(meta, partition, 0, 0, True)
+            self._topics[name] = meta
+            self._write_registry()
+            return meta
+
+    def _require(self, name: str) -> TopicMetadata:
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+        return meta
+
+    def delete_topic(self, name: str) -> None:
+        with self._lock:
+            meta = self._require(name)
+            del self._topics[name]
+            self._write_registry()
+            logs = [self._logs.pop((name, p)) for p in range(meta.num_partitions) if (name, p) in self._logs]
+        for log in logs:
+            log.close()
+            target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            log.dir.rename(target)
+            shutil.rmtree(target, ignore_errors=True)
+
+    def create_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
+        with self._lock:
+            meta = self._require(name)
+            if new_total < meta.num_partitions:
+                raise InvalidPartitionsError(
+                    f"Topic currently has {meta.num_partitions} partitions, which is higher than the "
+                    f"requested {new_total}.")
+            if new_total == meta.num_partitions:
+                raise InvalidPartitionsError(f"Topic already has {meta.num_partitions} partitions.")
+            if validate_only:
+                return
+            for partition in range(meta.num_partitions, new_total):
+                self._logs[(name, partition)] = self._open_log(meta, partition, 0, 0, True)
+            meta.num_partitions = new_total
+            self._write_registry()
+
+    def alter_topic_config(self, name: str, overrides: Mapping[str, str], validate_only: bool = False) -> None:
+        """Replace the topic's overrides (AlterConfigs semantics) and apply them to its logs."""
+        with self._lock:
+            meta = self._require(name)
+            new_overrides = {k: str(v) for k, v in overrides.items()}
+            config = LogConfig.from_props(new_overrides, self.broker_props)
+            if validate_only:
+                return
+            meta.config_overrides = new_overrides
+            self._write_registry()
+            for partition in range(meta.num_partitions):
+                log = self._logs.get((name, partition))
+                if log is not None:
+                    log.update_config(config)
+
+    def log_config(self, name: str) -> LogConfig:
+        with self._lock:
+            meta = self._require(name)
+            return LogConfig.from_props(meta.config_overrides, self.broker_props, allow_unknown=True)
+
+    # ------------------------------------------------------------------- lookup
+    def topics(self) -> dict[str, TopicMetadata]:
+        with self._lock:
+            return dict(self._topics)
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[UnifiedLog]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def producer_ids(self) -> ProducerIdManager:
+        if self._producer_ids is None:
+            self._producer_ids = ProducerIdManager(self.log_dir)
+        return self._producer_ids
+
+    # ------------------------------------------------------------ housekeeping
+    def checkpoint_recovery_points(self) -> None:
+        self._recovery_checkpoint.write({(log.topic, log.partition): log.recovery_point for log in self.all_logs()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._log_start_checkpoint.write(
+            {(log.topic, log.partition): log.log_start_offset for log in self.all_logs()})
+
+    def roll_due_segments(self, now_ms: int) -> None:
+        for log in self.all_logs():
+            log.roll_if_due(now_ms)
+
+    def enforce_retention(self, now_ms: int) -> None:
+        deleted = 0
+        for log in self.all_logs():
+            deleted += log.delete_retention_segments(now_ms)
+        if deleted:
+            self.checkpoint_log_start_offsets()
+
+    def flush_dirty_logs(self, now_ms: int) -> None:
+        for log in self.all_logs():
+            config = log.config
+            if log.unflushed_messages >= config.flush_messages or (
+                    log.unflushed_messages > 0 and now_ms - log.last_flush_ms >= config.flush_ms):
+                log.flush()
+
+    def shutdown(self) -> None:
+        """Flush and close every log (snapshots producer state), write checkpoints, then the clean marker."""
+        with self._lock:
+            for log in self._logs.values():
+                log.close()
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")
+            self.started = False
