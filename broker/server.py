@@ -13,8 +13,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from storage.log_manager import LogManager
-
 from broker.admin_http import AdminHttpServer
 from broker.admin_manager import AdminManager
 from broker.config import KafkaConfig, load_properties
@@ -24,6 +22,7 @@ from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
 from broker.replica_manager import ReplicaManager
 from storage.clock import Clock, SystemClock
+from storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
