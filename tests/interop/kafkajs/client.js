@@ -99,8 +99,11 @@ async function consumeWithGroup(kafka, topic, expected, group, deadline, state) 
   await consumer.connect()
   try {
     await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    let crash = null
+    consumer.on(consumer.events.CRASH, event => { crash = event.payload.error })
     await consumer.run({ eachMessage: async ({ partition, message }) => recordOf(message, partition, state) })
     while (state.lines.length < expected && Date.now() < deadline) {
+      if (crash) throw crash
       await new Promise(resolve => setTimeout(resolve, 100))
     }
   } finally {
