@@ -96,11 +96,11 @@ class LogToClean:
 
     @classmethod
     def of(cls, segments: Sequence[SegmentInfo], first_dirty_offset: int, uncleanable_offset: int) -> LogToClean:
-        non_active = segments[:-1]
         first_uncleanable = segments[-1].base_offset
-        containing = segments_overlapping(non_active, uncleanable_offset, first_uncleanable)
-        if containing:
-            first_uncleanable = containing[0].base_offset
+        for i in range(len(segments) - 1):  # the non-active segment containing the offset, if any
+            if segments[i].base_offset <= uncleanable_offset < segments[i + 1].base_offset:
+                first_uncleanable = segments[i].base_offset
+                break
         clean_bytes = sum(s.size_bytes for s in segments if s.base_offset < first_dirty_offset)
         cleanable = segments_overlapping(
             segments, min(first_dirty_offset, first_uncleanable), first_uncleanable)
