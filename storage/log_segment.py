@@ -71,6 +71,15 @@ class LogSegment:
         if self.log.size_bytes:
             self._load_state()
 
+    @classmethod
+    def create(cls, dir: Path, base_offset: int, *, index_interval_bytes: int = 4096,
+               max_index_size_bytes: int = 10_485_760, suffix: str = "", created_ms: int = 0) -> LogSegment:
+        """A new, empty segment; stale files with the same names (e.g. an old `.cleaned`) are deleted first."""
+        for extension in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
+            (Path(dir) / segment_file_name(base_offset, extension, suffix)).unlink(missing_ok=True)
+        return cls(dir, base_offset, index_interval_bytes=index_interval_bytes,
+                   max_index_size_bytes=max_index_size_bytes, suffix=suffix, created_ms=created_ms)
+
     # ------------------------------------------------------------------ state
     def _load_state(self) -> None:
         """Derive next offset / max timestamp from the indexes' last entries plus the batches after them."""

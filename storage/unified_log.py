@@ -10,10 +10,12 @@ import logging
 import random
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import OffsetOutOfRangeError
+from protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from protocol.records import (
     RecordBatch,
     TimestampType,
@@ -55,6 +57,16 @@ class FetchDataInfo:
     records: bytes
     high_watermark: int
     log_start_offset: int
+
+
+@contextmanager
+def storage_errors(topic_partition: str) -> Iterator[None]:
+    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8)."""
+    try:
+        yield
+    except OSError as exc:
+        logger.error("I/O error on %s: %s", topic_partition, exc)
+        raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
 
 
 def parse_topic_partition(dir: Path) -> tuple[str, int]:
@@ -152,7 +164,7 @@ class UnifiedLog:
     # ------------------------------------------------------------------- append
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
         """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
-        with self._lock:
+        with self._lock, storage_errors(self.topic_partition):
             now_ms = self.clock.time_ms()
             config = self.config
             batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
@@ -205,7 +217,7 @@ class UnifiedLog:
 
     def roll(self) -> None:
         """Close the active segment (if it has data) and start a new one at the log end offset."""
-        with self._lock:
+        with self._lock, storage_errors(self.topic_partition):
             active = self.active_segment
             if active.is_empty:
                 return
@@ -240,7 +252,7 @@ class UnifiedLog:
     # --------------------------------------------------------------------- read
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
-        with self._lock:
+        with self._lock, storage_errors(self.topic_partition):
             end_offset = self._log_end_offset
             if start_offset < self.log_start_offset or start_offset > end_offset:
                 raise OffsetOutOfRangeError(
@@ -369,7 +381,7 @@ class UnifiedLog:
 
     # ---------------------------------------------------------------- lifecycle
     def flush(self) -> None:
-        with self._lock:
+        with self._lock, storage_errors(self.topic_partition):
             for segment in self._segments:
                 if segment.next_offset > self.recovery_point or segment is self.active_segment:
                     segment.flush()
