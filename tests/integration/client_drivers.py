@@ -105,7 +105,7 @@ def produce_kafka_python(bootstrap: str, topic: str, expected: ExpectedRecords, 
 
     producer = KafkaProducer(
         bootstrap_servers=bootstrap, acks="all", compression_type=None if codec == "none" else codec,
-        linger_ms=10, batch_size=512 * 1024, buffer_memory=256 * 1024 * 1024, max_request_size=4 * 1024 * 1024,
+        linger_ms=10, batch_size=512 * 1024, max_request_size=4 * 1024 * 1024, max_block_ms=120_000,
         request_timeout_ms=60_000,
     )
     try:
