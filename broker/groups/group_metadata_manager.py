@@ -1,0 +1,277 @@
+"""`GroupMetadataManager`: the group cache and its persistence in `__consumer_offsets`.
+
+Owns every `GroupMetadata` by id, writes group metadata and offset commits (and their tombstones) to the
+group's partition of `__consumer_offsets`, rebuilds the cache from the topic on startup, and expires
+offsets past `offsets.retention.minutes` (KIP-211 rules). Event-loop thread only; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+
+from broker.groups.config import GroupConfig
+from broker.groups.coordinator_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+    partition_for,
+)
+from broker.groups.group_metadata import (
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
+from broker.groups.offsets_topic import KeyValue, OffsetsTopic, iter_records
+from protocol.errors import ErrorCode, KafkaError
+from storage.clock import Clock
+
+log = logging.getLogger(__name__)
+
+_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE}
+
+
+def append_error(error: KafkaError) -> ErrorCode:
+    """Kafka's mapping of a failed __consumer_offsets append to the group API error."""
+    if error.error_code in _TOO_LARGE:
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class GroupMetadataManager:
+    """Group cache + `__consumer_offsets` reads and writes."""
+
+    def __init__(self, config: GroupConfig, topic: OffsetsTopic, clock: Clock) -> None:
+        self.config = config
+        self.topic = topic
+        self.clock = clock
+        self.groups: dict[str, GroupMetadata] = {}
+        self.loading = False
+
+    # -- partitions --------------------------------------------------------------------------------------
+    def num_partitions(self) -> int:
+        return self.topic.num_partitions() or self.config.offsets_topic_num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions())
+
+    async def ensure_topic(self) -> None:
+        if self.topic.num_partitions() is None:
+            await self.topic.create(self.config.offsets_topic_num_partitions, self.config.offsets_topic_segment_bytes)
+
+    # -- cache -------------------------------------------------------------------------------------------
+    def get_group(self, group_id: str) -> GroupMetadata | None:
+        return self.groups.get(group_id)
+
+    def add_group(self, group: GroupMetadata) -> GroupMetadata:
+        return self.groups.setdefault(group.group_id, group)
+
+    def _append(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
+        if self.topic.num_partitions() is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        try:
+            self.topic.append(self.partition_for(group_id), records, self.clock.time_ms())
+        except KafkaError as error:
+            log.warning("append to %s for group %s failed: %r", "__consumer_offsets", group_id, error)
+            return append_error(error)
+        return ErrorCode.NONE
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def store_group(self, group: GroupMetadata, assignments: Mapping[str, bytes]) -> ErrorCode:
+        """Write the group's metadata with the given assignments (Kafka's storeGroup)."""
+        members = tuple(
+            MemberMetadataValue(
+                member.member_id,
+                member.group_instance_id,
+                member.client_id,
+                member.client_host,
+                member.rebalance_timeout_ms,
+                member.session_timeout_ms,
+                member.metadata(group.protocol_name) if group.protocol_name else b"",
+                assignments.get(member.member_id, b""),
+            )
+            for member in group.members.values()
+        )
+        value = GroupMetadataValue(
+            group.protocol_type or "",
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            group.state_timestamp_ms,
+            members,
+        )
+        key = encode_group_metadata_key(GroupMetadataKey(group.group_id))
+        return self._append(group.group_id, [(key, encode_group_metadata_value(value))])
+
+    def store_offsets(self, group: GroupMetadata, offsets: Mapping[tuple[str, int], OffsetAndMetadata]) -> ErrorCode:
+        if not offsets:
+            return ErrorCode.NONE
+        records: list[KeyValue] = [
+            (
+                encode_offset_commit_key(OffsetCommitKey(group.group_id, topic, partition)),
+                encode_offset_commit_value(
+                    OffsetCommitValue(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms)
+                ),
+            )
+            for (topic, partition), value in offsets.items()
+        ]
+        error = self._append(group.group_id, records)
+        if error is ErrorCode.NONE:
+            group.offsets.update(offsets)
+        return error
+
+    def delete_offsets(self, group: GroupMetadata, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+        """Tombstone the given committed offsets (those that exist) and drop them from the cache."""
+        present = [tp for tp in partitions if tp in group.offsets]
+        if not present:
+            return ErrorCode.NONE
+        records: list[KeyValue] = [
+            (encode_offset_commit_key(OffsetCommitKey(group.group_id, topic, partition)), None)
+            for topic, partition in present
+        ]
+        error = self._append(group.group_id, records)
+        if error is ErrorCode.NONE:
+            for tp in present:
+                del group.offsets[tp]
+        return error
+
+    def delete_group(self, group: GroupMetadata) -> ErrorCode:
+        """Tombstone every offset and the group metadata; the group becomes Dead and leaves the cache."""
+        records: list[KeyValue] = [
+            (encode_offset_commit_key(OffsetCommitKey(group.group_id, topic, partition)), None)
+            for topic, partition in group.offsets
+        ]
+        records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+        error = self._append(group.group_id, records)
+        if error is ErrorCode.NONE:
+            group.offsets.clear()
+            group.transition_to(GroupState.DEAD, self.clock.time_ms())
+            self.groups.pop(group.group_id, None)
+        return error
+
+    # -- retention ---------------------------------------------------------------------------------------
+    def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[tuple[str, int]]:
+        """KIP-211: a consumer group's offsets expire `retention` after it became Empty (never while a
+        member subscribes to the topic); a simple group's, `retention` after their commit."""
+        retention_ms = self.config.offsets_retention_ms
+
+        def expired(value: OffsetAndMetadata, base_ms: int) -> bool:
+            if value.expire_timestamp_ms >= 0:
+                return now_ms >= value.expire_timestamp_ms
+            return now_ms >= base_ms + retention_ms
+
+        if group.protocol_type is None or group.protocol_type == "":
+            if not group.is_(GroupState.EMPTY):
+                return []
+            return [tp for tp, value in group.offsets.items() if expired(value, value.commit_timestamp_ms)]
+        if group.is_(GroupState.EMPTY):
+            base = group.state_timestamp_ms if group.state_timestamp_ms >= 0 else now_ms
+            return [tp for tp, value in group.offsets.items() if expired(value, max(base, value.commit_timestamp_ms))]
+        if group.is_(GroupState.STABLE) and group.protocol_type == "consumer":
+            return [
+                tp
+                for tp, value in group.offsets.items()
+                if not group.is_subscribed_to(tp[0]) and expired(value, value.commit_timestamp_ms)
+            ]
+        return []
+
+    def cleanup_expired_offsets(self) -> int:
+        """Tombstone expired offsets; an Empty group left without offsets is deleted. Returns the count."""
+        now_ms = self.clock.time_ms()
+        removed = 0
+        for group in list(self.groups.values()):
+            expired = self.expired_offsets(group, now_ms)
+            if expired and self.delete_offsets(group, expired) is ErrorCode.NONE:
+                removed += len(expired)
+            if group.is_(GroupState.EMPTY) and not group.offsets and not group.members:
+                self.delete_group(group)
+        return removed
+
+    # -- loading -----------------------------------------------------------------------------------------
+    async def load_all(self) -> None:
+        """Rebuild every group from `__consumer_offsets` (COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        partitions = self.topic.num_partitions()
+        if partitions is None:
+            return
+        self.loading = True
+        try:
+            for partition in range(partitions):
+                self.load_partition(partition)
+                await asyncio.sleep(0)
+        finally:
+            self.loading = False
+
+    def load_partition(self, partition: int) -> None:
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        metadata: dict[str, GroupMetadataValue | None] = {}
+        for _offset, (raw_key, raw_value) in iter_records(self.topic, partition, self.config.offsets_load_buffer_size):
+            try:
+                key = decode_key(raw_key)
+                if isinstance(key, OffsetCommitKey):
+                    group_offsets = offsets.setdefault(key.group, {})
+                    if raw_value is None:
+                        group_offsets.pop((key.topic, key.partition), None)
+                    else:
+                        commit = decode_offset_commit_value(raw_value)
+                        group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
+                            commit.offset,
+                            commit.leader_epoch,
+                            commit.metadata,
+                            commit.commit_timestamp_ms,
+                            commit.expire_timestamp_ms,
+                        )
+                elif isinstance(key, GroupMetadataKey):
+                    metadata[key.group] = None if raw_value is None else decode_group_metadata_value(raw_value)
+            except (ValueError, UnicodeDecodeError):
+                log.warning("skipping an undecodable record in __consumer_offsets-%d", partition)
+        for group_id in set(offsets) | set(metadata):
+            value = metadata.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if value is None and not group_offsets:
+                self.groups.pop(group_id, None)
+                continue
+            self.groups[group_id] = self._group_from(group_id, value, group_offsets)
+
+    def _group_from(
+        self,
+        group_id: str,
+        value: GroupMetadataValue | None,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+    ) -> GroupMetadata:
+        now_ms = self.clock.time_ms()
+        group = GroupMetadata(group_id, state_timestamp_ms=now_ms, offsets=dict(offsets))
+        if value is None:
+            return group
+        group.protocol_type = value.protocol_type or None
+        group.generation_id = value.generation
+        group.protocol_name = value.protocol
+        group.state_timestamp_ms = value.current_state_timestamp_ms if value.current_state_timestamp_ms >= 0 else now_ms
+        for member_value in value.members:
+            member = MemberMetadata(
+                member_id=member_value.member_id,
+                group_instance_id=member_value.group_instance_id,
+                client_id=member_value.client_id,
+                client_host=member_value.client_host,
+                rebalance_timeout_ms=member_value.rebalance_timeout_ms,
+                session_timeout_ms=member_value.session_timeout_ms,
+                protocol_type=value.protocol_type,
+                protocols=[(value.protocol or "", member_value.subscription)],
+                assignment=member_value.assignment,
+            )
+            group.add(member)
+        group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        return group
