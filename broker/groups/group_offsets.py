@@ -1,0 +1,206 @@
+"""`GroupOffsets`: the offset and administration side of the group coordinator — OffsetCommit,
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete — with Kafka's checks and codes.
+
+Shares the group cache and the `GroupCoordinator`'s status checks. Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from broker.groups.group_coordinator import GroupCoordinator
+from broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
+from protocol.errors import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CommitRequest:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(frozen=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberSummary]
+
+
+DEAD_SUMMARY = GroupSummary(GroupState.DEAD.value, "", "", [])
+
+
+class GroupOffsets:
+    """Offsets and admin operations over the coordinator's groups."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.manager = coordinator.manager
+
+    # -- OffsetCommit ------------------------------------------------------------------------------------
+    def handle_commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Mapping[TopicPartition, CommitRequest],
+    ) -> dict[TopicPartition, ErrorCode]:
+        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        if error is not ErrorCode.NONE:
+            return {tp: error for tp in offsets}
+        group = self.manager.get_group(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return {tp: ErrorCode.ILLEGAL_GENERATION for tp in offsets}
+            group = self.manager.add_group(GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+        error = self._validate_commit(group, member_id, group_instance_id, generation_id)
+        if error is not ErrorCode.NONE:
+            return {tp: error for tp in offsets}
+        now_ms = self.coordinator.clock.time_ms()
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, request in offsets.items():
+            metadata = request.metadata or ""
+            if len(metadata.encode()) > self.coordinator.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = OffsetAndMetadata(request.offset, request.leader_epoch, metadata, now_ms)
+        store_error = self.manager.store_offsets(group, accepted)
+        for tp in accepted:
+            results[tp] = store_error
+        if group.generation_id >= 0 and group.has(member_id):
+            self.coordinator._schedule_heartbeat(group, group.members[member_id])
+        return {tp: results[tp] for tp in offsets}
+
+    @staticmethod
+    def _validate_commit(
+        group: GroupMetadata, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(GroupState.EMPTY):
+            return ErrorCode.NONE
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not group.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # -- OffsetFetch -------------------------------------------------------------------------------------
+    def handle_fetch_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """Committed offsets (None = nothing committed); `partitions=None` means all of the group's."""
+        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        if error is not ErrorCode.NONE:
+            return error, {}
+        group = self.manager.get_group(group_id)
+        stored = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
+        if partitions is None:
+            return ErrorCode.NONE, dict(stored)
+        return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
+
+    # -- ListGroups / DescribeGroups ---------------------------------------------------------------------
+    def handle_list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> tuple[ErrorCode, list[tuple[str, str, str]]]:
+        """(error, [(group_id, protocol_type, state)])."""
+        error = self.coordinator.validate_group_status("-")
+        if error is not ErrorCode.NONE:
+            return error, []
+        state_filter = {state.lower() for state in states}
+        type_filter = {kind.lower() for kind in types}
+        listed = []
+        for group in self.manager.groups.values():
+            if group.is_(GroupState.DEAD):
+                continue
+            if state_filter and group.state.value.lower() not in state_filter:
+                continue
+            if type_filter and "classic" not in type_filter:
+                continue
+            listed.append((group.group_id, group.protocol_type or "", group.state.value))
+        return ErrorCode.NONE, listed
+
+    def handle_describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
+        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        if error is not ErrorCode.NONE:
+            return error, DEAD_SUMMARY
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return ErrorCode.NONE, DEAD_SUMMARY
+        stable = group.is_(GroupState.STABLE)
+        members = [
+            MemberSummary(
+                member.member_id,
+                member.group_instance_id,
+                member.client_id,
+                member.client_host,
+                member.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                member.assignment if stable else b"",
+            )
+            for member in group.members.values()
+        ]
+        protocol = (group.protocol_name or "") if stable else ""
+        return ErrorCode.NONE, GroupSummary(group.state.value, group.protocol_type or "", protocol, members)
+
+    # -- DeleteGroups / OffsetDelete ---------------------------------------------------------------------
+    def handle_delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            error = self.coordinator.validate_group_status(group_id)
+            if error is not ErrorCode.NONE:
+                results[group_id] = error
+                continue
+            group = self.manager.get_group(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_(GroupState.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                results[group_id] = self.manager.delete_group(group)
+        return results
+
+    def handle_delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        error = self.coordinator.validate_group_status(group_id)
+        if error is not ErrorCode.NONE:
+            return error, {}
+        group = self.manager.get_group(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, ErrorCode] = {}
+        deletable: list[TopicPartition] = []
+        if group.is_(GroupState.EMPTY):
+            deletable = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            for tp in partitions:
+                if group.is_subscribed_to(tp[0]):
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    deletable.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        store_error = self.manager.delete_offsets(group, deletable)
+        for tp in deletable:
+            results[tp] = store_error
+        return ErrorCode.NONE, {tp: results[tp] for tp in partitions}

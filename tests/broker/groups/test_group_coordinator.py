@@ -1,0 +1,268 @@
+"""GroupCoordinator state machine, driven synchronously with a FakeClock and a ManualScheduler."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from broker.groups.config import GroupConfig
+from broker.groups.group_coordinator import GroupCoordinator, JoinGroupResult, SyncGroupResult
+from broker.groups.group_metadata import GroupState
+from broker.groups.group_metadata_manager import GroupMetadataManager
+from broker.groups.group_offsets import CommitRequest, GroupOffsets
+from broker.groups.offsets_topic import MemoryOffsetsTopic
+from broker.groups.scheduler import ManualScheduler
+from protocol.errors import ErrorCode
+from storage.clock import FakeClock
+
+PROTOCOLS = [("range", b"\x00\x00\x00\x00\x00\x01\x00\x01t")]
+
+
+class Harness:
+    def __init__(self, topic: MemoryOffsetsTopic | None = None, **config: Any) -> None:
+        self.clock = FakeClock()
+        self.scheduler = ManualScheduler(self.clock)
+        self.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=0, **config)
+        self.topic = topic or MemoryOffsetsTopic()
+        self.topic.create_now(4)
+        self.manager = GroupMetadataManager(self.config, self.topic, self.clock)
+        self.coordinator = GroupCoordinator(self.config, self.manager, self.scheduler, self.clock)
+        self.offsets = GroupOffsets(self.coordinator)
+        asyncio.run(self.coordinator.startup())
+
+    def join(
+        self, member_id: str = "", group: str = "g", instance: str | None = None, session_ms: int = 1000,
+        protocols: list[tuple[str, bytes]] | None = None, require_known: bool = True,
+    ) -> list[JoinGroupResult]:
+        out: list[JoinGroupResult] = []
+        self.coordinator.handle_join_group(
+            group, member_id, instance, require_known, "client", "/127.0.0.1", 2000, session_ms,
+            "consumer", protocols or PROTOCOLS, out.append,
+        )
+        return out
+
+    def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,
+             group: str = "g") -> list[SyncGroupResult]:
+        out: list[SyncGroupResult] = []
+        self.coordinator.handle_sync_group(group, generation, member_id, None, None, None, assignments or {},
+                                           out.append)
+        return out
+
+    def new_member(self, group: str = "g") -> str:
+        [required] = self.join(group=group)
+        assert required.error is ErrorCode.MEMBER_ID_REQUIRED
+        return required.member_id
+
+    def stable_group_of_one(self) -> tuple[str, int]:
+        member = self.new_member()
+        [joined] = self.join(member)
+        assert joined.error is ErrorCode.NONE and joined.leader_id == member
+        [synced] = self.sync(member, joined.generation_id, {member: b"A"})
+        assert synced.error is ErrorCode.NONE and synced.assignment == b"A"
+        return member, joined.generation_id
+
+
+def test_first_join_requires_member_id_then_single_member_becomes_stable_leader() -> None:
+    h = Harness()
+    member, generation = h.stable_group_of_one()
+    assert generation == 1
+    group = h.manager.get_group("g")
+    assert group is not None and group.is_(GroupState.STABLE)
+    assert h.coordinator.handle_heartbeat("g", member, None, generation) is ErrorCode.NONE
+
+
+def test_two_members_rebalance_leader_gets_metadata_follower_gets_none() -> None:
+    h = Harness()
+    first, generation = h.stable_group_of_one()
+    second = h.new_member()
+    pending_second = h.join(second)
+    assert pending_second == []  # waits for the leader to rejoin
+    assert h.coordinator.handle_heartbeat("g", first, None, generation) is ErrorCode.REBALANCE_IN_PROGRESS
+    [leader] = h.join(first)
+    [follower] = pending_second
+    assert leader.generation_id == follower.generation_id == 2
+    assert leader.leader_id == follower.leader_id == first
+    assert sorted(m[0] for m in leader.members) == sorted([first, second]) and follower.members == []
+    follower_sync = h.sync(second, 2)
+    assert follower_sync == []  # waits for the leader's assignment
+    [leader_sync] = h.sync(first, 2, {first: b"1", second: b"2"})
+    assert leader_sync.assignment == b"1" and follower_sync[0].assignment == b"2"
+
+
+def test_session_timeout_removes_silent_member_and_rebalances() -> None:
+    h = Harness()
+    first, _ = h.stable_group_of_one()
+    second = h.new_member()
+    pending = h.join(second)
+    [leader] = h.join(first)
+    h.sync(first, 2, {first: b"1", second: b"2"})
+    h.sync(second, 2)
+    assert pending[0].error is ErrorCode.NONE
+    for _ in range(5):  # only the first member heartbeats
+        h.scheduler.advance_ms(400)
+        h.coordinator.handle_heartbeat("g", first, None, 2)
+    group = h.manager.get_group("g")
+    assert group is not None and second not in group.members
+    assert h.coordinator.handle_heartbeat("g", first, None, 2) is ErrorCode.REBALANCE_IN_PROGRESS
+    [rejoined] = h.join(first)
+    assert rejoined.generation_id == 3 and [m[0] for m in rejoined.members] == [first]
+    assert leader.generation_id == 2
+
+
+def test_heartbeat_error_precedence() -> None:
+    h = Harness()
+    assert h.coordinator.handle_heartbeat("nope", "m", None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    member, generation = h.stable_group_of_one()
+    assert h.coordinator.handle_heartbeat("g", "other", None, generation) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.coordinator.handle_heartbeat("g", member, None, generation + 1) is ErrorCode.ILLEGAL_GENERATION
+    assert h.coordinator.handle_heartbeat("", member, None, generation) is ErrorCode.INVALID_GROUP_ID
+
+
+def test_join_checks_session_timeout_and_protocol() -> None:
+    h = Harness()
+    [bad] = h.join(session_ms=50)
+    assert bad.error is ErrorCode.INVALID_SESSION_TIMEOUT
+    h.stable_group_of_one()
+    [inconsistent] = h.join(protocols=[("roundrobin", b"")])
+    assert inconsistent.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    [unknown] = h.join("ghost")
+    assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_leave_group_rebalances_remaining_and_empty_group_is_stored() -> None:
+    h = Harness()
+    member, generation = h.stable_group_of_one()
+    error, members = h.coordinator.handle_leave_group("g", [(member, None), ("ghost", None)])
+    assert error is ErrorCode.NONE and members == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
+    h.scheduler.advance_ms(2000)  # rebalance timeout: completes with no members
+    group = h.manager.get_group("g")
+    assert group is not None and group.is_(GroupState.EMPTY) and group.generation_id == generation + 1
+
+
+def test_offset_commit_rules_and_fetch() -> None:
+    h = Harness()
+    tp = ("t", 0)
+    # simple (generation -1) commit to an unknown group creates it
+    assert h.offsets.handle_commit_offsets("simple", "", None, -1, {tp: CommitRequest(5, -1, "m")}) == {
+        tp: ErrorCode.NONE
+    }
+    error, fetched = h.offsets.handle_fetch_offsets("simple", [tp, ("t", 1)])
+    assert error is ErrorCode.NONE and fetched[tp] is not None and fetched[tp].offset == 5  # type: ignore[union-attr]
+    assert fetched[("t", 1)] is None
+    assert h.offsets.handle_commit_offsets("nogroup", "m", None, 3, {tp: CommitRequest(1, -1, "")}) == {
+        tp: ErrorCode.ILLEGAL_GENERATION
+    }
+    member, generation = h.stable_group_of_one()
+    assert h.offsets.handle_commit_offsets("g", "", None, -1, {tp: CommitRequest(1, -1, "")}) == {
+        tp: ErrorCode.UNKNOWN_MEMBER_ID
+    }
+    assert h.offsets.handle_commit_offsets("g", member, None, generation + 1, {tp: CommitRequest(1, -1, "")}) == {
+        tp: ErrorCode.ILLEGAL_GENERATION
+    }
+    assert h.offsets.handle_commit_offsets("g", member, None, generation, {tp: CommitRequest(1, -1, "x" * 5000)}) == {
+        tp: ErrorCode.OFFSET_METADATA_TOO_LARGE
+    }
+    assert h.offsets.handle_commit_offsets("g", member, None, generation, {tp: CommitRequest(7, 0, "")}) == {
+        tp: ErrorCode.NONE
+    }
+    assert h.offsets.handle_fetch_offsets("g", None)[1][tp].offset == 7  # type: ignore[union-attr]
+
+
+def test_delete_groups_and_offsets() -> None:
+    h = Harness()
+    member, generation = h.stable_group_of_one()
+    assert h.offsets.handle_delete_groups(["g", "missing"]) == {
+        "g": ErrorCode.NON_EMPTY_GROUP, "missing": ErrorCode.GROUP_ID_NOT_FOUND,
+    }
+    h.offsets.handle_commit_offsets("g", member, None, generation, {("t", 0): CommitRequest(3, -1, "")})
+    error, results = h.offsets.handle_delete_offsets("g", [("t", 0)])
+    assert error is ErrorCode.NONE and results == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC}
+    error, results = h.offsets.handle_delete_offsets("g", [("other", 0)])
+    assert results == {("other", 0): ErrorCode.NONE}
+    h.coordinator.handle_leave_group("g", [(member, None)])
+    h.scheduler.advance_ms(2000)
+    assert h.offsets.handle_delete_groups(["g"]) == {"g": ErrorCode.NONE}
+    assert h.manager.get_group("g") is None
+    assert h.offsets.handle_fetch_offsets("g", [("t", 0)])[1] == {("t", 0): None}
+
+
+def test_groups_reload_from_the_offsets_topic() -> None:
+    h = Harness()
+    member, generation = h.stable_group_of_one()
+    h.offsets.handle_commit_offsets("g", member, None, generation, {("t", 0): CommitRequest(42, 3, "meta")})
+    h.offsets.handle_commit_offsets("s", "", None, -1, {("t", 1): CommitRequest(9, -1, "")})
+    h.offsets.handle_commit_offsets("gone", "", None, -1, {("t", 1): CommitRequest(9, -1, "")})
+    assert h.offsets.handle_delete_groups(["gone"]) == {"gone": ErrorCode.NONE}
+    reloaded = Harness(topic=h.topic)
+    group = reloaded.manager.get_group("g")
+    assert group is not None and group.is_(GroupState.STABLE) and group.generation_id == generation
+    assert group.members[member].assignment == b"A" and group.leader_id == member
+    stored = group.offsets[("t", 0)]
+    assert (stored.offset, stored.leader_epoch, stored.metadata) == (42, 3, "meta")
+    assert reloaded.manager.get_group("s") is not None and reloaded.manager.get_group("gone") is None
+    # the reloaded member keeps its session: heartbeats work, silence expires it
+    assert reloaded.coordinator.handle_heartbeat("g", member, None, generation) is ErrorCode.NONE
+    reloaded.scheduler.advance_ms(1500)
+    assert member not in group.members
+
+
+def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
+    h = Harness()
+    [joined] = h.join(instance="i1")
+    member = joined.member_id
+    h.sync(member, joined.generation_id, {member: b"X"})
+    [rejoined] = h.join(instance="i1")
+    assert rejoined.error is ErrorCode.NONE and rejoined.member_id != member
+    assert rejoined.generation_id == joined.generation_id
+    assert h.coordinator.handle_heartbeat("g", member, "i1", joined.generation_id) is ErrorCode.FENCED_INSTANCE_ID
+    [synced] = h.sync(rejoined.member_id, rejoined.generation_id)
+    assert synced.assignment == b"X"
+
+
+def test_group_max_size() -> None:
+    h = Harness(max_size=1)
+    h.stable_group_of_one()
+    [full] = h.join()
+    assert full.error is ErrorCode.GROUP_MAX_SIZE_REACHED
+
+
+def test_initial_rebalance_delay_waits_for_more_members() -> None:
+    h = Harness()
+    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=300)
+    first = h.join(require_known=False)
+    h.scheduler.advance_ms(200)
+    second = h.join(require_known=False)
+    assert first == [] and second == []
+    h.scheduler.advance_ms(300)
+    assert first == [] and second == []
+    h.scheduler.advance_ms(300)
+    assert first[0].generation_id == second[0].generation_id == 1
+    assert len(first[0].members) == 2
+
+
+def test_expired_offsets_of_empty_group_are_tombstoned() -> None:
+    h = Harness(offsets_retention_ms=10_000)
+    h.offsets.handle_commit_offsets("s", "", None, -1, {("t", 0): CommitRequest(1, -1, "")})
+    h.clock.advance_ms(9_000)
+    assert h.manager.cleanup_expired_offsets() == 0
+    h.clock.advance_ms(1_000)
+    assert h.manager.cleanup_expired_offsets() == 1
+    assert h.manager.get_group("s") is None
+    partition = h.manager.partition_for("s")
+    assert h.topic.records(partition)[-1][1] is None
+
+
+def test_load_in_progress_and_inactive() -> None:
+    h = Harness()
+    h.manager.loading = True
+    assert h.join()[0].error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    h.manager.loading = False
+    h.coordinator.shutdown()
+    assert h.offsets.handle_fetch_offsets("g", None)[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+@pytest.mark.parametrize("group_id", ["g", "my-group", "polygenelubricants"])
+def test_partition_is_within_range(group_id: str) -> None:
+    assert 0 <= Harness().manager.partition_for(group_id) < 4
