@@ -13,55 +13,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import InvalidConfigError
+from storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
 
 LONG_MAX = 9_223_372_036_854_775_807
 INT_MAX = 2_147_483_647
 DOUBLE_MAX = 1.7976931348623157e308
 _ONE_MIB = 1024 * 1024
 
-# (name, type, default, minimum, maximum) as Kafka's CleanerConfig.CONFIG_DEF; inclusive bounds, None = none.
-# TODO(integrator): move onto storage.config_def.ConfigDef once it lands (same table, same messages).
-_KEYS: tuple[tuple[str, str, Any, float | None, float | None], ...] = (
-    ("log.cleaner.enable", "boolean", True, None, None),
-    ("log.cleaner.threads", "int", 1, 0, None),
-    ("log.cleaner.dedupe.buffer.size", "long", 134_217_728, None, None),
-    ("log.cleaner.io.buffer.size", "int", 524_288, 0, None),
-    ("log.cleaner.io.buffer.load.factor", "double", 0.9, None, None),
-    ("log.cleaner.io.max.bytes.per.second", "double", DOUBLE_MAX, None, None),
-    ("log.cleaner.backoff.ms", "long", 15_000, 0, None),
-    ("log.cleaner.min.cleanable.ratio", "double", 0.5, 0.0, 1.0),
-    ("log.cleaner.delete.retention.ms", "long", 86_400_000, 0, None),
-    ("log.cleaner.min.compaction.lag.ms", "long", 0, 0, None),
-    ("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, 1, None),
+CLEANER_CONFIG_DEF = ConfigDef(
+    [
+        ConfigKey("log.cleaner.enable", ConfigType.BOOLEAN, True, None,
+                  "Enable the log cleaner process to run on the server."),
+        ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0),
+                  "The number of background threads to use for log cleaning."),
+        ConfigKey("log.cleaner.dedupe.buffer.size", ConfigType.LONG, 134_217_728, None,
+                  "The total memory used for log deduplication across all cleaner threads."),
+        ConfigKey("log.cleaner.io.buffer.size", ConfigType.INT, 524_288, at_least(0),
+                  "The total memory used for log cleaner I/O buffers across all cleaner threads."),
+        ConfigKey("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, 0.9, None,
+                  "Log cleaner dedupe buffer load factor: the fraction of slots filled before the map is full."),
+        ConfigKey("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, DOUBLE_MAX, None,
+                  "The log cleaner will be throttled so that the sum of its read and write i/o will be less "
+                  "than this value on average."),
+        ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15_000, at_least(0),
+                  "The amount of time to sleep when there are no logs to clean."),
+        ConfigKey("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, 0.5, between(0.0, 1.0),
+                  "The minimum ratio of dirty log to total log for a log to be eligible for cleaning."),
+        ConfigKey("log.cleaner.delete.retention.ms", ConfigType.LONG, 86_400_000, at_least(0),
+                  "The amount of time to retain tombstone markers for log compacted topics."),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", ConfigType.LONG, 0, at_least(0),
+                  "The minimum time a message will remain uncompacted in the log."),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", ConfigType.LONG, LONG_MAX, at_least(1),
+                  "The maximum time a message will remain ineligible for compaction in the log."),
+    ]
 )
-CLEANER_CONFIG_NAMES = frozenset(k[0] for k in _KEYS)
-_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-
-
-def _invalid(name: str, raw: str, rule: str) -> InvalidConfigError:
-    return InvalidConfigError(f"Invalid value {raw} for configuration {name}: {rule}")
-
-
-def _parse_value(name: str, type_name: str, raw: str, minimum: float | None, maximum: float | None) -> Any:
-    text = raw.strip()
-    value: Any
-    if type_name == "boolean":
-        if text.lower() not in ("true", "false"):
-            raise _invalid(name, raw, "Expected value to be either true or false")
-        return text.lower() == "true"
-    try:
-        value = float(text) if type_name == "double" else int(text, 10)
-    except ValueError:
-        raise _invalid(name, raw, f"Not a number of type {type_name.upper()}") from None
-    if type_name in _INT_RANGE:
-        low, high = _INT_RANGE[type_name]
-        if not low <= value <= high:
-            raise _invalid(name, raw, f"Not a number of type {type_name.upper()}")
-    if minimum is not None and maximum is not None and not minimum <= value <= maximum:
-        raise _invalid(name, raw, f"Value must be no less than {minimum} and no more than {maximum}")
-    if minimum is not None and value < minimum:
-        raise _invalid(name, raw, f"Value must be at least {minimum}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +74,9 @@ class CleanerConfig:
 
         Raises InvalidConfigError naming the key, the value and the rule.
         """
-        values: dict[str, Any] = {}
-        for name, type_name, default, minimum, maximum in _KEYS:
-            raw = props.get(name)
-            value = default if raw is None else _parse_value(name, type_name, raw, minimum, maximum)
-            values[name.removeprefix("log.cleaner.").replace(".", "_")] = value
-        config = cls(**values)
+        parsed: dict[str, Any] = CLEANER_CONFIG_DEF.parse(props)
+        config = cls(**{name.removeprefix("log.cleaner.").replace(".", "_"): value
+                        for name, value in parsed.items()})
         config.validate()
         return config
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cleaner.config import DOUBLE_MAX, LONG_MAX, CleanerConfig
+from cleaner.config import CLEANER_CONFIG_DEF, DOUBLE_MAX, LONG_MAX, CleanerConfig
 from protocol.errors import InvalidConfigError
 
 
@@ -47,6 +47,11 @@ def test_parses_kafka_names_and_ignores_other_keys() -> None:
     assert config.max_compaction_lag_ms == 1000
 
 
+def test_config_def_lists_every_cleaner_key() -> None:
+    assert len(CLEANER_CONFIG_DEF.names()) == 11
+    assert all(name.startswith("log.cleaner.") for name in CLEANER_CONFIG_DEF.names())
+
+
 def test_per_thread_map_memory_capped_at_int_max() -> None:
     config = CleanerConfig.from_props({"log.cleaner.dedupe.buffer.size": str(8 * 2**30)})
     assert config.dedupe_buffer_bytes_per_thread == 2_147_483_647
@@ -60,7 +65,7 @@ def test_per_thread_map_memory_capped_at_int_max() -> None:
         ("log.cleaner.threads", "2147483648", "INT"),
         ("log.cleaner.enable", "yes", "true or false"),
         ("log.cleaner.min.cleanable.ratio", "1.01", "no more than 1.0"),
-        ("log.cleaner.min.cleanable.ratio", "-0.1", "no less than 0.0"),
+        ("log.cleaner.min.cleanable.ratio", "-0.1", "at least 0.0"),
         ("log.cleaner.max.compaction.lag.ms", "0", "at least 1"),
         ("log.cleaner.delete.retention.ms", "-5", "at least 0"),
         ("log.cleaner.backoff.ms", "soon", "LONG"),
