@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -28,12 +29,16 @@ def _create(admin: AdminClient, topic: NewTopic) -> int:
     return 0
 
 
-def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]], **config: Any) -> list[Message]:
+def _produce(
+    bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes]], **config: Any
+) -> list[Message]:
     """Produce and return the delivery reports in send order; errors are kept, not raised."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
     reports: list[Message] = []
     for index, (key, value) in enumerate(records):
-        headers = [("idx", str(index).encode()), ("empty", b""), ("codec", str(config.get("compression.type")))]
+        headers: list[tuple[str, str | bytes | None]] = [
+            ("idx", str(index).encode()), ("empty", b""), ("codec", str(config.get("compression.type")))
+        ]
         producer.produce(topic, key=key, value=value, headers=headers, on_delivery=lambda _e, m: reports.append(m))
     assert producer.flush(TIMEOUT_S) == 0, "records still in flight"
     return reports
@@ -52,6 +57,17 @@ def _consume_all(bootstrap: str, topic: str, expected: int) -> list[Message]:
     finally:
         consumer.close()
     return messages
+
+
+def _error_code(message: Message) -> int:
+    error = message.error()
+    return 0 if error is None else int(error.code())
+
+
+def _position(message: Message) -> tuple[int, int]:
+    partition, offset = message.partition(), message.offset()
+    assert partition is not None and offset is not None
+    return partition, offset
 
 
 def observe(bootstrap: str) -> dict[str, Any]:
@@ -78,14 +94,15 @@ def observe(bootstrap: str) -> dict[str, Any]:
                    for i in range(RECORDS_PER_CODEC)]
         reports = _produce(bootstrap, topic, records, **{"compression.type": codec})
         sent += len(records)
-        delivery[codec] = [(m.error().code() if m.error() else 0, m.partition(), m.offset()) for m in reports]
+        delivery[codec] = [(_error_code(m), *_position(m)) for m in reports]
     observed["delivery_errors"] = sorted({e for reports in delivery.values() for e, _, _ in reports})
 
     messages = _consume_all(bootstrap, topic, sent)
     observed["consumed"] = len(messages)
     by_partition: dict[int, list[int]] = {}
     for message in messages:
-        by_partition.setdefault(message.partition(), []).append(message.offset())
+        partition, offset = _position(message)
+        by_partition.setdefault(partition, []).append(offset)
     observed["offsets"] = {p: (len(o), o == list(range(len(o)))) for p, o in sorted(by_partition.items())}
     delivered_at = {(p, o) for reports in delivery.values() for _, p, o in reports}
     observed["consumed_at_delivered_offsets"] = {(m.partition(), m.offset()) for m in messages} == delivered_at
@@ -96,7 +113,7 @@ def observe(bootstrap: str) -> dict[str, Any]:
     observed["timestamps_recent"] = all(now_ms - 120_000 < m.timestamp()[1] <= now_ms + 1000 for m in messages)
 
     keyless = _produce(bootstrap, compacted, [(None, b"no key")])
-    observed["keyless_to_compacted"] = keyless[0].error().code() if keyless[0].error() else 0
+    observed["keyless_to_compacted"] = _error_code(keyless[0])
     after = _produce(bootstrap, compacted, [(b"k", b"keyed")])
     observed["keyed_after_rejection"] = (after[0].error() is None, after[0].offset())
     return observed
