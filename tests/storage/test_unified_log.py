@@ -253,3 +253,35 @@ def test_compact_only_topic_ignores_time_retention(make_log: LogFactory) -> None
     log.maybe_increment_log_start_offset(4)  # only log-start breaches delete
     assert log.delete_retention_segments(T0) >= 1
     assert log.segments()[0].base_offset <= 4
+
+
+def test_concurrent_appends_reads_and_rolls(make_log: LogFactory, clock: FakeClock) -> None:
+    import threading
+
+    log = make_log({"segment.bytes": "500"})
+    errors: list[BaseException] = []
+
+    def appender() -> None:
+        try:
+            for _ in range(100):
+                log.append_as_leader(batch(b"x" * 20))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(200):
+                data = log.read(log.log_start_offset, 4096).records
+                assert all(b.is_valid() for b in iter_batches(data))
+                log.roll_if_due(clock.time_ms())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=appender) for _ in range(3)] + [threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert log.log_end_offset == 300
+    assert offsets_in(log.read(0, 1 << 20).records) == list(range(300))
