@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
 from cleaner.config import CleanerConfig
 from protocol.errors import InvalidConfigError
 from storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
@@ -105,9 +106,11 @@ class KafkaConfig:
         values = BROKER_CONFIG_DEF.parse(self.props)
         self.values: dict[str, Any] = values
         self.cleaner = CleanerConfig.from_props(self.props)
+        self.groups = GroupConfig.from_props(self.props)
         self.log_defaults = LogConfig.from_props({}, self.props)  # validates every log.* synonym
         for name in self.props:
-            if not (name in BROKER_CONFIG_DEF or name in _LOG_SYNONYMS or name.startswith("log.cleaner.")):
+            known = name in BROKER_CONFIG_DEF or name in GROUP_CONFIG_DEF or name in _LOG_SYNONYMS
+            if not (known or name.startswith("log.cleaner.")):
                 log.warning("Unknown broker configuration %s ignored", name)
         listeners = values["listeners"]
         if len(listeners) != 1:

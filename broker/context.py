@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from broker.admin_manager import AdminManager
 from broker.config import KafkaConfig
+from broker.groups.group_coordinator import GroupCoordinator
 from broker.replica_manager import ReplicaManager
 from storage.producer_id_manager import ProducerIdManager
 
@@ -20,6 +21,7 @@ class BrokerContext:
     replica_manager: ReplicaManager
     admin: AdminManager
     producer_ids: ProducerIdManager
+    group_coordinator: GroupCoordinator
 
     @property
     def node_id(self) -> int:

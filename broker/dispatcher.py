@@ -18,15 +18,27 @@ from broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
+    delete_records,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
 from broker.metrics import BrokerMetrics
 from broker.network import CloseConnection
@@ -58,6 +70,22 @@ async def _api_versions(_ctx: BrokerContext, event: RequestReceived) -> Any:
 
 
 HANDLERS[ApiKey.API_VERSIONS] = _api_versions
+HANDLERS.update(
+    {
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+        ApiKey.JOIN_GROUP: join_group.handle,
+        ApiKey.SYNC_GROUP: sync_group.handle,
+        ApiKey.HEARTBEAT: heartbeat.handle,
+        ApiKey.LEAVE_GROUP: leave_group.handle,
+        ApiKey.OFFSET_COMMIT: offset_commit.handle,
+        ApiKey.OFFSET_FETCH: offset_fetch.handle,
+        ApiKey.LIST_GROUPS: list_groups.handle,
+        ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
+        ApiKey.DELETE_GROUPS: delete_groups.handle,
+        ApiKey.OFFSET_DELETE: offset_delete.handle,
+        ApiKey.DELETE_RECORDS: delete_records.handle,
+    }
+)
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)
 assert not missing, f"advertised APIs without a handler: {missing}"

@@ -18,6 +18,7 @@ from broker.admin_manager import AdminManager
 from broker.config import KafkaConfig, load_properties
 from broker.context import BrokerContext
 from broker.dispatcher import Dispatcher
+from broker.groups.group_coordinator import GroupCoordinator
 from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
 from broker.replica_manager import ReplicaManager
@@ -39,16 +40,23 @@ class KafkaServer:
         self.socket_server: SocketServer | None = None
         self.admin_http: AdminHttpServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.group_coordinator: GroupCoordinator | None = None
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
         await asyncio.to_thread(self.log_manager.startup)
+        admin = AdminManager(self.log_manager, self.config)
+        self.group_coordinator = GroupCoordinator.for_broker(
+            self.config.props, self.replica_manager, admin, self.clock
+        )
+        await self.group_coordinator.startup()
         ctx = BrokerContext(
             config=self.config,
             cluster_id=load_properties(self.config.log_dir / "meta.properties")["cluster.id"],
             replica_manager=self.replica_manager,
-            admin=AdminManager(self.log_manager, self.config),
+            admin=admin,
             producer_ids=self.log_manager.producer_ids(),
+            group_coordinator=self.group_coordinator,
         )
         listener = self.config.listener
         self.socket_server = SocketServer(
@@ -127,6 +135,8 @@ class KafkaServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
         if self.admin_http is not None:

@@ -12,13 +12,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from broker.groups.config import GroupConfig
 from broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from broker.groups.group_metadata_manager import GroupMetadataManager
-from broker.groups.scheduler import Cancellable, Scheduler
+from broker.groups.group_offsets import GroupOffsets
+from broker.groups.offsets_topic import ReplicaOffsetsTopic
+from broker.groups.scheduler import Cancellable, LoopScheduler, Scheduler
 from protocol.errors import ErrorCode
 from storage.clock import Clock
+
+if TYPE_CHECKING:
+    from broker.admin_manager import AdminManager
+    from broker.replica_manager import ReplicaManager
 
 #: How long a new member may take to rejoin after MEMBER_ID_REQUIRED-less joins (Kafka's constant).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -61,6 +68,17 @@ class GroupCoordinator:
         self._heartbeat_timers: dict[tuple[str, str], Cancellable] = {}
         self._join_timers: dict[str, Cancellable] = {}
         self._in_initial_delay: set[str] = set()
+        self._retention_timer: Cancellable | None = None
+        self.offsets = GroupOffsets(self)
+
+    @classmethod
+    def for_broker(
+        cls, props: Mapping[str, str], replica_manager: ReplicaManager, admin: AdminManager, clock: Clock
+    ) -> GroupCoordinator:
+        """The broker's coordinator: `__consumer_offsets` in its own logs, timers on the running loop."""
+        config = GroupConfig.from_props(props)
+        manager = GroupMetadataManager(config, ReplicaOffsetsTopic(replica_manager, admin), clock)
+        return cls(config, manager, LoopScheduler(), clock)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -69,13 +87,35 @@ class GroupCoordinator:
         for group in self.manager.groups.values():
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
+        self._schedule_retention()
+
+    def _schedule_retention(self) -> None:
+        def run() -> None:
+            if not self.active:
+                return
+            try:
+                self.manager.cleanup_expired_offsets()
+            finally:
+                self._schedule_retention()
+
+        self._retention_timer = self.scheduler.call_later(self.config.offsets_retention_check_interval_ms, run)
 
     def shutdown(self) -> None:
         self.active = False
+        if self._retention_timer is not None:
+            self._retention_timer.cancel()
         for timer in [*self._heartbeat_timers.values(), *self._join_timers.values()]:
             timer.cancel()
         self._heartbeat_timers.clear()
         self._join_timers.clear()
+        for group in self.manager.groups.values():
+            for member in group.members.values():
+                if member.join_callback is not None:
+                    join_callback, member.join_callback = member.join_callback, None
+                    join_callback(JoinGroupResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                if member.sync_callback is not None:
+                    sync_callback, member.sync_callback = member.sync_callback, None
+                    sync_callback(SyncGroupResult(ErrorCode.NOT_COORDINATOR))
 
     def _now_ms(self) -> int:
         return self.clock.time_ms()

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker.groups.group_coordinator import GroupCoordinator
 from broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.groups.group_coordinator import GroupCoordinator
 
 TopicPartition = tuple[str, int]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.admin_manager import INTERNAL_TOPICS
 from broker.context import BrokerContext
 from broker.network import CloseConnection
 from protocol.api_keys import ApiKey
@@ -49,6 +50,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             index = partition_data.index
             result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
             code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
+            if topic_data.name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
+                code = code or ErrorCode.INVALID_TOPIC_EXCEPTION
             code = code or _precheck(partition_data.records, event.api_version)
             if code is not None:
                 result["error_code"] = code

@@ -1,0 +1,45 @@
+"""DescribeGroups (key 15), v0-5: unknown groups are reported as state Dead with NONE (v6 would say
+GROUP_ID_NOT_FOUND); member metadata and assignments only while the group is Stable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.messages import response_class
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.DESCRIBE_GROUPS, event.api_version)
+    group_cls = cls.DescribedGroup
+    member_cls = group_cls.DescribedGroupMember
+    groups = []
+    for group_id in request.groups:
+        error, summary = ctx.group_coordinator.offsets.handle_describe_group(group_id)
+        groups.append(
+            group_cls(
+                error_code=error,
+                group_id=group_id,
+                group_state=summary.state,
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol,
+                members=[
+                    member_cls(
+                        member_id=member.member_id,
+                        group_instance_id=member.group_instance_id,
+                        client_id=member.client_id,
+                        client_host=member.client_host,
+                        member_metadata=member.metadata,
+                        member_assignment=member.assignment,
+                    )
+                    for member in summary.members
+                ],
+                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    return cls(throttle_time_ms=0, groups=groups)

@@ -1,0 +1,62 @@
+"""FindCoordinator (key 10), v0-4: this node coordinates every group. Creates `__consumer_offsets` on first
+use. Transaction coordinators (key_type 1) are not available yet: COORDINATOR_NOT_AVAILABLE."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+log = logging.getLogger(__name__)
+
+GROUP_KEY_TYPE = 0
+
+
+async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
+    if key_type != GROUP_KEY_TYPE:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        await ctx.group_coordinator.manager.ensure_topic()
+    except KafkaError as error:
+        log.warning("cannot create __consumer_offsets: %r", error)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    cls = response_class(ApiKey.FIND_COORDINATOR, version)
+    key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
+    advertised = ctx.config.advertised
+    if version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            error = await _lookup(ctx, key, key_type)
+            ok = error is ErrorCode.NONE
+            coordinators.append(
+                cls.Coordinator(
+                    key=key,
+                    node_id=ctx.node_id if ok else -1,
+                    host=advertised.host if ok else "",
+                    port=advertised.port if ok else -1,
+                    error_code=error,
+                    error_message=None if ok else error.name,
+                )
+            )
+        return cls(throttle_time_ms=0, coordinators=coordinators)
+    error = await _lookup(ctx, request.key, key_type)
+    ok = error is ErrorCode.NONE
+    return cls(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=None if ok else error.name,
+        node_id=ctx.node_id if ok else -1,
+        host=advertised.host if ok else "",
+        port=advertised.port if ok else -1,
+    )

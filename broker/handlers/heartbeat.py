@@ -1,0 +1,21 @@
+"""Heartbeat (key 12), v0-4: keeps a member's session alive; signals rebalances (GroupCoordinator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    error = ctx.group_coordinator.handle_heartbeat(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id if event.api_version >= 3 else None,
+        request.generation_id,
+    )
+    return response_class(ApiKey.HEARTBEAT, event.api_version)(throttle_time_ms=0, error_code=error)

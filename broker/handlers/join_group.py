@@ -1,0 +1,59 @@
+"""JoinGroup (key 11), v0-7: answered when the group's delayed join completes (GroupCoordinator)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.groups.group_coordinator import JoinGroupResult
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode
+from protocol.messages import response_class
+
+CLIENT_HOST = "/127.0.0.1"
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    coordinator = ctx.group_coordinator
+    if coordinator.validate_group_status(request.group_id) is ErrorCode.NONE:
+        await coordinator.manager.ensure_topic()
+    future: asyncio.Future[JoinGroupResult] = asyncio.get_running_loop().create_future()
+
+    def respond(result: JoinGroupResult) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    coordinator.handle_join_group(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id if version >= 5 else None,
+        version >= 4,
+        event.client_id or "",
+        CLIENT_HOST,
+        request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
+        request.session_timeout_ms,
+        request.protocol_type,
+        [(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
+        respond,
+    )
+    result = await future
+    cls = response_class(ApiKey.JOIN_GROUP, version)
+    ok = result.error is ErrorCode.NONE
+    return cls(
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id if ok else -1,
+        protocol_type=result.protocol_type if ok else None,
+        protocol_name=(result.protocol_name or "") if ok or version < 7 else None,
+        leader=result.leader_id if ok else "",
+        skip_assignment=False,
+        member_id=result.member_id,
+        members=[
+            cls.JoinGroupResponseMember(member_id=member_id, group_instance_id=instance_id, metadata=metadata)
+            for member_id, instance_id, metadata in result.members
+        ],
+    )

@@ -1,0 +1,27 @@
+"""ListGroups (key 16), v0-5: every live classic group; v4 filters by state, v5 by type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    states = request.states_filter if version >= 4 else ()
+    types = request.types_filter if version >= 5 else ()
+    error, groups = ctx.group_coordinator.offsets.handle_list_groups(states or (), types or ())
+    cls = response_class(ApiKey.LIST_GROUPS, version)
+    return cls(
+        throttle_time_ms=0,
+        error_code=error,
+        groups=[
+            cls.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state, group_type="classic")
+            for group_id, protocol_type, state in groups
+        ],
+    )

@@ -1,0 +1,64 @@
+"""OffsetCommit (key 8), v2-8: per-partition codes; unknown topics get UNKNOWN_TOPIC_OR_PARTITION, the rest
+go to the group coordinator (generation/member checks, then one append to `__consumer_offsets`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.groups.group_offsets import CommitRequest
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    coordinator = ctx.group_coordinator
+    if coordinator.validate_group_status(request.group_id, allow_empty_id=True) is ErrorCode.NONE:
+        await coordinator.manager.ensure_topic()
+    results: dict[tuple[str, int], ErrorCode] = {}
+    commits: dict[tuple[str, int], CommitRequest] = {}
+    for topic in request.topics:
+        metadata = ctx.replica_manager.topic(topic.name)
+        for partition in topic.partitions:
+            tp = (topic.name, partition.partition_index)
+            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                commits[tp] = CommitRequest(
+                    partition.committed_offset,
+                    partition.committed_leader_epoch if version >= 6 else -1,
+                    partition.committed_metadata,
+                )
+    if commits:
+        results.update(
+            coordinator.offsets.handle_commit_offsets(
+                request.group_id,
+                request.member_id,
+                request.group_instance_id if version >= 7 else None,
+                request.generation_id_or_member_epoch,
+                commits,
+            )
+        )
+    cls = response_class(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = cls.OffsetCommitResponseTopic
+    partition_cls = topic_cls.OffsetCommitResponsePartition
+    return cls(
+        throttle_time_ms=0,
+        topics=[
+            topic_cls(
+                name=topic.name,
+                partitions=[
+                    partition_cls(
+                        partition_index=partition.partition_index,
+                        error_code=results[(topic.name, partition.partition_index)],
+                    )
+                    for partition in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )

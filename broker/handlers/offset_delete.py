@@ -1,0 +1,46 @@
+"""OffsetDelete (key 47), v0: delete committed offsets of partitions the group no longer subscribes to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    known: list[tuple[str, int]] = []
+    for topic in request.topics:
+        metadata = ctx.replica_manager.topic(topic.name)
+        for partition in topic.partitions:
+            tp = (topic.name, partition.partition_index)
+            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
+                unknown[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(tp)
+    error, results = ctx.group_coordinator.offsets.handle_delete_offsets(request.group_id, known)
+    results.update(unknown)
+    cls = response_class(ApiKey.OFFSET_DELETE, event.api_version)
+    topic_cls = cls.OffsetDeleteResponseTopic
+    partition_cls = topic_cls.OffsetDeleteResponsePartition
+    topics = []
+    if error is ErrorCode.NONE:
+        topics = [
+            topic_cls(
+                name=topic.name,
+                partitions=[
+                    partition_cls(
+                        partition_index=partition.partition_index,
+                        error_code=results.get((topic.name, partition.partition_index), ErrorCode.NONE),
+                    )
+                    for partition in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    return cls(error_code=error, throttle_time_ms=0, topics=topics)
