@@ -208,6 +208,8 @@ class Cleaner:
                 stats.map_messages_read += 1
             elif transactions.on_batch_read(batch):
                 stats.map_messages_read += batch.records_count
+            elif offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
+                stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
             else:
                 for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
                     if key is not None and offset >= start_offset:

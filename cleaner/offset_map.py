@@ -57,6 +57,7 @@ import ctypes
 import struct
 import time
 from array import array
+from collections.abc import Iterable
 from hashlib import blake2b
 
 SLOT_BYTES = 16
@@ -187,6 +188,49 @@ class OffsetMap:
             self.size += 1
         table[index + 1] = (relative << 32) | low
         self.latest_offset = offset
+
+    def put_keys(self, keys: Iterable[tuple[int, bytes | None]], min_offset: int) -> int:
+        """Put every keyed (offset, key) with offset >= min_offset, in order; return how many pairs were read.
+
+        The map pass's fast path for one batch: the caller has checked that the whole batch fits (room for
+        every record as a new key, last offset within `fits_offset`), so no per-record fullness check runs.
+        """
+        table = self._table
+        slots = self.slots
+        table_length = self._table_length
+        base = self._base_offset
+        read = 0
+        puts = 0
+        collisions = 0
+        added = 0
+        latest = self.latest_offset
+        for offset, key in keys:
+            read += 1
+            if key is None or offset < min_offset:
+                continue
+            if base < 0:
+                base = self._base_offset = offset
+            high, low, home = _unpack_digest(blake2b(key, digest_size=16).digest())
+            high = high or 1
+            index = ((home * slots) >> 32) << 1
+            puts += 1
+            stored = table[index]
+            while stored != 0 and (stored != high or (table[index + 1] & _LOW_MASK) != low):
+                collisions += 1
+                index += 2
+                if index == table_length:
+                    index = 0
+                stored = table[index]
+            if stored == 0:
+                table[index] = high
+                added += 1
+            table[index + 1] = ((offset - base) << 32) | low
+            latest = offset
+        self.size += added
+        self.lookups += puts
+        self.collisions += collisions
+        self.latest_offset = latest
+        return read
 
     def get(self, key: bytes) -> int:
         """The latest offset recorded for `key`, or -1 if the key is not in the map."""
