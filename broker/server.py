@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from broker.admin_http import AdminHttpServer
 from broker.admin_manager import AdminManager
-from broker.config import KafkaConfig, load_properties
+from broker.config import KafkaConfig
 from broker.context import BrokerContext
 from broker.dispatcher import Dispatcher
 from broker.groups.group_coordinator import GroupCoordinator
@@ -52,7 +52,7 @@ class KafkaServer:
         await self.group_coordinator.startup()
         ctx = BrokerContext(
             config=self.config,
-            cluster_id=load_properties(self.config.log_dir / "meta.properties")["cluster.id"],
+            cluster_id=self.log_manager.cluster_id,
             replica_manager=self.replica_manager,
             admin=admin,
             producer_ids=self.log_manager.producer_ids(),

@@ -173,12 +173,13 @@ class ConfigDef:
         return value
 
     @staticmethod
-    def _check(key: ConfigKey, value: Any, raw: object) -> None:
+    def _check(key: ConfigKey, value: Any, raw: object, reported_name: str | None = None) -> None:
+        """Run the key's validator; `reported_name` is the property the user set (e.g. a broker synonym)."""
         if key.validator is not None:
             try:
                 key.validator(value)
             except ConfigValueError as exc:
-                raise _invalid(key.name, raw, str(exc)) from None
+                raise _invalid(reported_name or key.name, raw, str(exc)) from None
 
     def parse(self, props: Mapping[str, str], *, allow_unknown: bool = True) -> dict[str, Any]:
         """All keys of the table, from `props` or the default; unknown keys ignored unless disallowed."""

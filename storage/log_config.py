@@ -165,8 +165,9 @@ def _broker_value(topic_key: ConfigKey, broker_props: Mapping[str, str]) -> tupl
             continue
         try:
             value = parse_value(topic_key, raw)
-        except InvalidConfigError:
-            raise InvalidConfigError(f"Invalid value {raw} for configuration {broker_name}") from None
+        except InvalidConfigError as error:
+            raise InvalidConfigError(error.message.replace(f"configuration {topic_key.name}:",
+                                                           f"configuration {broker_name}:")) from None
         if factor != 1:
             value = value * factor
         if topic_key.name == "retention.ms" and value < 0:
@@ -250,7 +251,7 @@ class LogConfig:
                 continue
             from_broker = _broker_value(key, broker_props)
             if from_broker is not None:
-                TOPIC_CONFIG_DEF._check(key, from_broker[2], from_broker[1])
+                TOPIC_CONFIG_DEF._check(key, from_broker[2], from_broker[1], reported_name=from_broker[0])
                 values[_attr(name)] = from_broker[2]
             else:
                 values[_attr(name)] = key.default

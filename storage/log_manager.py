@@ -22,6 +22,7 @@ from pathlib import Path
 from protocol.errors import (
     InvalidPartitionsError,
     InvalidTopicExceptionError,
+    KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -264,6 +265,14 @@ class LogManager:
     def all_logs(self) -> list[UnifiedLog]:
         with self._lock:
             return list(self._logs.values())
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id recorded in meta.properties (written on first startup)."""
+        for line in (self.log_dir / META_PROPERTIES_FILE).read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+        raise KafkaStorageError(f"{self.log_dir / META_PROPERTIES_FILE} has no cluster.id")
 
     def producer_ids(self) -> ProducerIdManager:
         if self._producer_ids is None:

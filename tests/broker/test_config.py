@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
-from cleaner.config import CLEANER_CONFIG_NAMES
+from cleaner.config import CLEANER_CONFIG_DEF
 from protocol.errors import InvalidConfigError
 from storage.config_def import format_value
 from storage.log_config import TOPIC_CONFIG_DEF, TOPIC_TO_BROKER_SYNONYM
@@ -37,7 +37,7 @@ def test_server_properties_lists_topic_defaults_and_cleaner_keys() -> None:
         key = TOPIC_CONFIG_DEF.keys[topic_name]
         if not broker_name.startswith("log.cleaner."):
             assert props[broker_name] == format_value(key, key.default), broker_name
-    assert set(props) >= CLEANER_CONFIG_NAMES
+    assert set(props) >= set(CLEANER_CONFIG_DEF.names())
 
 
 def test_server_properties_is_a_valid_configuration() -> None:
