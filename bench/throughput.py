@@ -1,0 +1,289 @@
+"""Produce/consume throughput of minikafka vs. Apache Kafka, measured side by side with Kafka's own tools.
+
+    .venv/bin/python -m bench.throughput [--quick] [--only apache|minikafka] [--no-record]
+
+The load generator is the same for both brokers: org.apache.kafka.tools.ProducerPerformance and
+ConsumerPerformance from the Apache Kafka jars (bench/kafka_jars.py). Matrix: record sizes 1024 and 100 bytes,
+1 and 8 partitions, acks=1 and acks=all. Results are printed as a table and appended to BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
+from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
+
+BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
+TOOL_HEAP = "512m"
+
+
+@dataclass(frozen=True)
+class Case:
+    record_bytes: int
+    partitions: int
+    acks: str
+    num_records: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.record_bytes} B, {self.partitions} part, acks={self.acks}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    records_per_s: float
+    mb_per_s: float
+
+    @staticmethod
+    def missing() -> Measurement:
+        return Measurement(float("nan"), float("nan"))
+
+
+def matrix(quick: bool, scale: float) -> list[Case]:
+    counts = {1024: int(100_000 * scale), 100: int(400_000 * scale)}
+    if quick:
+        combos = [(1024, 1, "1"), (1024, 8, "all"), (100, 1, "all")]
+        return [Case(size, parts, acks, counts[size] // 2) for size, parts, acks in combos]
+    return [
+        Case(size, parts, acks, counts[size])
+        for size in (1024, 100) for parts in (1, 8) for acks in ("1", "all")
+    ]
+
+
+_PRODUCER_SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)")
+
+
+def run_producer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> Measurement:
+    main = find_main_class(lib_dir, "org.apache.kafka.tools.ProducerPerformance")
+    args = ["--topic", topic, "--num-records", str(case.num_records), "--record-size", str(case.record_bytes),
+            "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={case.acks}"]
+    done = subprocess.run(java_command(lib_dir, main, args, heap=TOOL_HEAP), capture_output=True, text=True,
+                          timeout=600)
+    matches = _PRODUCER_SUMMARY.findall(done.stdout)
+    if done.returncode != 0 or not matches or int(matches[-1][0]) != case.num_records:
+        print(f"  ProducerPerformance failed ({done.returncode}): {(done.stdout + done.stderr)[-600:]}",
+              file=sys.stderr)
+        return Measurement.missing()
+    _, records_per_s, mb_per_s = matches[-1]
+    return Measurement(float(records_per_s), float(mb_per_s))
+
+
+def run_consumer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> Measurement:
+    """Consume the topic from the start; fetch.MB.sec / fetch.nMsg.sec exclude the group join time."""
+    main = find_main_class(lib_dir, "org.apache.kafka.tools.ConsumerPerformance")
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(case.num_records),
+            "--timeout", "30000", "--group", f"perf-{topic}"]
+    done = subprocess.run(java_command(lib_dir, main, args, heap=TOOL_HEAP), capture_output=True, text=True,
+                          timeout=600)
+    rows = [line.split(",") for line in done.stdout.splitlines() if line.count(",") >= 9 and line[:1].isdigit()]
+    if done.returncode != 0 or not rows or int(rows[-1][4].strip()) < case.num_records:
+        print(f"  ConsumerPerformance failed ({done.returncode}): {(done.stdout + done.stderr)[-600:]}",
+              file=sys.stderr)
+        return Measurement.missing()
+    row = [field.strip() for field in rows[-1]]
+    return Measurement(records_per_s=float(row[9]), mb_per_s=float(row[8]))
+
+
+def run_assigned_consume(bootstrap: str, topic: str, case: Case) -> Measurement:
+    """Consume with librdkafka (confluent-kafka), assign() from offset 0, no group: needs only Fetch."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52428800})
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in range(case.partitions)])
+    received = 0
+    first_s = 0.0
+    deadline = time.monotonic() + 120
+    try:
+        while received < case.num_records and time.monotonic() < deadline:
+            batch = consumer.consume(10_000, timeout=1.0)
+            if batch and not first_s:
+                first_s = time.monotonic()
+            received += sum(1 for message in batch if message.error() is None)
+    finally:
+        consumer.close()
+    elapsed_s = time.monotonic() - first_s if first_s else 0.0
+    if received < case.num_records or elapsed_s <= 0:
+        print(f"  assigned consume got {received}/{case.num_records}", file=sys.stderr)
+        return Measurement.missing()
+    return Measurement(received / elapsed_s, received * case.record_bytes / elapsed_s / 2**20)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # test extra; only the benchmark needs it
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    time.sleep(0.5)  # let the leader settle before the first produce
+
+
+@contextmanager
+def minikafka_broker(work_dir: Path) -> Iterator[str]:
+    """`minikafka serve` in a subprocess (its own process group) on a free loopback port."""
+    port = free_port()
+    script = REPO_ROOT / ".venv" / "bin" / "minikafka"
+    base = [str(script)] if script.exists() else [sys.executable, "-m", "broker"]
+    overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
+                 "minikafka.metrics.port=0"]
+    command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]
+    with open(work_dir / "minikafka.log", "ab") as log:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                tail = (work_dir / "minikafka.log").read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"minikafka exited with {process.returncode}:\n{tail}")
+            try:
+                if metadata_broker_count("127.0.0.1", port) >= 1:
+                    break
+            except (OSError, ConnectionError, ValueError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("minikafka did not answer Metadata within 30 s") from None
+                time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+OPS = ("produce", "consume (group)", "consume (assign)")
+Results = dict[str, dict[Case, tuple[Measurement, ...]]]
+
+
+def measure(name: str, bootstrap: str, lib_dir: Path, cases: list[Case]) -> dict[Case, tuple[Measurement, ...]]:
+    results: dict[Case, tuple[Measurement, ...]] = {}
+    for index, case in enumerate(cases):
+        topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}"
+        print(f"[{name}] {case.label}, {case.num_records} records", flush=True)
+        create_topic(bootstrap, topic, case.partitions)
+        produced = run_producer_perf(lib_dir, bootstrap, topic, case)
+        consumed = run_consumer_perf(lib_dir, bootstrap, topic, case)
+        assigned = run_assigned_consume(bootstrap, topic, case)
+        print(f"  produce {produced.mb_per_s:.1f} MB/s, consume {consumed.mb_per_s:.1f} MB/s (group), "
+              f"{assigned.mb_per_s:.1f} MB/s (assign)", flush=True)
+        results[case] = (produced, consumed, assigned)
+    return results
+
+
+def machine_description() -> str:
+    cpu = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        models = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                  if line.startswith("model name")]
+        cpu = models[0] if models else cpu
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.1f} GiB RAM, {platform.system()} {platform.release()}"
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "n/a" if value != value else f"{value:,.{digits}f}"
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return "n/a" if ours != ours or theirs != theirs or theirs == 0 else f"{ours / theirs:.2f}x"
+
+
+def table(results: Results, cases: list[Case]) -> str:
+    lines = ["| case | op | Apache Kafka MB/s | Apache rec/s | minikafka MB/s | minikafka rec/s | ratio |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    missing = tuple(Measurement.missing() for _ in OPS)
+    for case in cases:
+        apache = results.get("apache", {}).get(case, missing)
+        ours = results.get("minikafka", {}).get(case, missing)
+        for slot, op in enumerate(OPS):
+            a, m = apache[slot], ours[slot]
+            lines.append(f"| {case.label} | {op} | {_fmt(a.mb_per_s)} | {_fmt(a.records_per_s, 0)} | "
+                         f"{_fmt(m.mb_per_s)} | {_fmt(m.records_per_s, 0)} | {_ratio(m.mb_per_s, a.mb_per_s)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 cases at half the records")
+    parser.add_argument("--only", choices=["apache", "minikafka"], default=None)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts")
+    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in (argv or sys.argv[1:]))
+    cases = matrix(args.quick, args.scale)
+    lib_dir = ensure_kafka_jars()
+    results: Results = {}
+    notes: list[str] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="minikafka-bench-") as work:
+        if args.only in (None, "minikafka"):
+            (Path(work) / "mk").mkdir()
+            try:
+                with minikafka_broker(Path(work) / "mk") as bootstrap:
+                    results["minikafka"] = measure("minikafka", bootstrap, lib_dir, cases)
+            except RuntimeError as exc:
+                notes.append(f"minikafka not measured: {str(exc).splitlines()[0]}")
+                print(f"minikafka could not be measured: {exc}", file=sys.stderr)
+        if args.only in (None, "apache"):
+            with ApacheKafka(Path(work) / "apache", lib_dir=lib_dir) as kafka:
+                results["apache"] = measure("apache", kafka.bootstrap, lib_dir, cases)
+    elapsed_s = time.monotonic() - started
+    rendered = table(results, cases)
+    print(rendered)
+    if not args.no_record:
+        record(command, rendered, notes, elapsed_s)
+    return 0
+
+
+def record(command: str, rendered: str, notes: list[str], elapsed_s: float) -> None:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    section = [
+        f"\n## {stamp}\n",
+        f"- command: `{command.strip()}` (from the repo root, with `.venv/bin/python`)",
+        f"- machine: {machine_description()}",
+        f"- Apache Kafka {KAFKA_VERSION} (single KRaft node, -Xmx512m); load generator: Kafka's "
+        "ProducerPerformance; consume (group) = ConsumerPerformance fetch MB/s (group join excluded); "
+        "consume (assign) = confluent-kafka assign() from offset 0, no group",
+        f"- wall time: {elapsed_s:.0f} s",
+        *[f"- note: {note}" for note in notes],
+        "",
+        rendered,
+        "",
+    ]
+    if not BENCHMARKS_MD.exists():
+        BENCHMARKS_MD.write_text(HEADER)
+    with open(BENCHMARKS_MD, "a") as out:
+        out.write("\n".join(section))
+
+
+HEADER = """# Benchmarks
+
+Produce and consume throughput of minikafka against Apache Kafka, measured side by side in one run by
+`bench/throughput.py` with the same load generators for both: Kafka's own ProducerPerformance and
+ConsumerPerformance from the official jars, plus a group-less confluent-kafka assign() consumer (minikafka has
+no group coordinator yet). ratio = minikafka MB/s / Apache Kafka MB/s. Issue 2 target: >= 0.5x for 1 KiB records;
+project goal >= 1x. Each run is appended below, newest last; the machine is shared, so compare ratios
+within one run rather than absolute numbers across runs.
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
