@@ -86,10 +86,10 @@ def consume_confluent(bootstrap: str, topic: str, counts: dict[int, int],
                 if msg.error() is not None:
                     raise AssertionError(f"consumer error: {msg.error()}")
                 ts_type, ts = msg.timestamp()
-                got.append(ConsumedRecord(msg.partition(), msg.offset(), msg.key(), msg.value(),
-                                          _headers(msg.headers()), ts,
-                                          1 if ts_type == TIMESTAMP_LOG_APPEND_TIME else 0))
-                seen[msg.partition()] += 1
+                partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+                got.append(ConsumedRecord(partition, offset, msg.key(), msg.value(), _headers(msg.headers()),
+                                          ts, 1 if ts_type == TIMESTAMP_LOG_APPEND_TIME else 0))
+                seen[partition] += 1
     finally:
         consumer.close()
     assert seen == counts, f"consumed {seen}, wanted {counts} within {timeout_s}s"
