@@ -350,3 +350,43 @@ def test_S53_round_statistics(tmp_path: Path, clock: FakeClock) -> None:
     text = stats.format(1, "topic-0", 2, 5)
     assert "Log cleaner thread 1 cleaned log topic-0 (dirty section = [2, 5])" in text
     assert "Buffer utilization: 50.0%" in text and "(5 messages)" in text and "(2 messages)" in text
+
+
+def test_S13_multi_pass_with_aborted_transactions_and_a_tiny_map(tmp_path: Path, clock: FakeClock) -> None:
+    log = SegmentLog(tmp_path, clock, TopicConfig(delete_retention_ms=50_000))
+    p1 = {"producer_id": 1, "producer_epoch": 0, "transactional": True}
+    p2 = {"producer_id": 2, "producer_epoch": 0, "transactional": True}
+    log.append(kv("1=v", "2=v"), **p1)
+    log.append(kv("2=v", "3=v"), **p2)
+    log.append(kv("3=v", "4=v"), **p1)
+    log.append_marker(1, commit=True)
+    log.append_marker(2, commit=True)
+    log.append(kv("2=v", "3=v"), **p1)
+    log.append_marker(1, commit=False, first_offset=8)
+    log.append(kv("4=v", "5=v"), **p2)
+    log.append(kv("5=v", "6=v"), **p1)
+    log.append_marker(1, commit=True)
+    log.append_marker(2, commit=False, first_offset=11)
+    log.append(kv("6=v", "7=v"), **p2)
+    log.append_marker(2, commit=True)
+    log.roll()
+    log.append(kv("z=active"))
+    producers = {1: LastProducerRecord(14, 0), 2: LastProducerRecord(18, 0)}
+    cleaner = make_cleaner(clock, slots=4, load_factor=0.75)
+
+    def clean_pass(first_dirty: int) -> int:
+        result = log.clean(cleaner, first_dirty, producers=producers)
+        # The cleaned segment's transaction index keeps only the entries still backed by data.
+        log.aborted = [t for group in result.groups for t in group.aborted_transactions]
+        return result.end_offset
+
+    assert clean_pass(0) == 4
+    assert [b.base_offset for b in log.batches()][:-1] == [0, 2, 4, 6, 7, 10, 13, 15, 16, 17, 19]
+    assert closed_entries(log) == [0, 2, 3, 4, 5, 6, 7, 10, 13, 14, 15, 16, 17, 18, 19]
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted] == [(1, 8, 10), (2, 11, 16)]
+    assert clean_pass(4) == 14
+    assert closed_entries(log) == [0, 2, 4, 5, 6, 7, 10, 13, 14, 15, 16, 17, 18, 19]
+    assert log.aborted == []
+    clock.advance_ms(50_000)
+    assert clean_pass(14) == 20
+    assert closed_entries(log) == [0, 2, 4, 5, 6, 7, 13, 15, 17, 18, 19]
