@@ -73,3 +73,63 @@ def test_clean_swap_and_reload_keep_latest_values_and_producer_state(tmp_path: P
                                                  base_sequence=2))
     assert info.duplicate and info.first_offset == 4
     reopened.close()
+
+
+def _crash_fixture(tmp_path: Path) -> tuple[UnifiedLog, FakeClock, LogConfig, Path, list]:  # type: ignore[type-arg]
+    clock = FakeClock(T0)
+    config = LogConfig.from_props({"cleanup.policy": "compact"})
+    directory = tmp_path / "topic-0"
+    log = UnifiedLog(directory, config, clock=clock)
+    for round_ in range(3):
+        produce(log, [(b"k%d" % i, b"v%d" % round_) for i in range(4)])
+        log.roll()
+    produce(log, [(b"tail", b"x")])
+    segments = log.segments()
+    to_clean = LogToClean.of(segments, 0, segments[-1].base_offset)
+    cleaner = Cleaner(OffsetMap(1 << 20), clock)
+    result = cleaner.clean(segments, first_dirty_offset=0, first_uncleanable_offset=to_clean.first_uncleanable_offset,
+                           now_ms=clock.time_ms(), config=config)
+    for group in result.groups:
+        group.cleaned.close()
+    return log, clock, config, directory, result.groups
+
+
+ORIGINAL = [(o, b"k%d" % (o % 4), b"v%d" % (o // 4)) for o in range(12)] + [(12, b"tail", b"x")]
+CLEANED = [(o, b"k%d" % (o % 4), b"v2") for o in range(8, 12)] + [(12, b"tail", b"x")]
+
+
+def test_S44_crash_with_only_cleaned_files_keeps_the_original_data(tmp_path: Path) -> None:
+    log, clock, config, directory, groups = _crash_fixture(tmp_path)
+    assert list(directory.glob("*.log.cleaned"))
+    log.close()
+    reopened = UnifiedLog(directory, config, clock=clock)
+    assert read_all(reopened) == ORIGINAL
+    assert not list(directory.glob("*.cleaned"))
+    reopened.close()
+
+
+def test_S44_crash_after_rename_to_swap_keeps_the_cleaned_data(tmp_path: Path) -> None:
+    log, clock, config, directory, groups = _crash_fixture(tmp_path)
+    log.close()
+    for path in directory.glob("*.cleaned"):
+        path.rename(path.with_name(path.name.removesuffix(".cleaned") + ".swap"))
+    reopened = UnifiedLog(directory, config, clock=clock)
+    assert read_all(reopened) == CLEANED
+    assert not list(directory.glob("*.swap"))
+    reopened.close()
+
+
+def test_S44_crash_after_swap_with_deleted_files_pending(tmp_path: Path) -> None:
+    log, clock, config, directory, groups = _crash_fixture(tmp_path)
+    log.close()
+    for group in groups:
+        for source in group.sources:
+            for path in directory.glob(f"{source.base_offset:020d}.*"):
+                if not path.name.endswith((".cleaned", ".snapshot")):
+                    path.rename(path.with_name(path.name + ".deleted"))
+    for path in directory.glob("*.cleaned"):
+        path.rename(path.with_name(path.name.removesuffix(".cleaned")))
+    reopened = UnifiedLog(directory, config, clock=clock)
+    assert read_all(reopened) == CLEANED
+    assert not list(directory.glob("*.deleted"))
+    reopened.close()
