@@ -99,7 +99,7 @@ CLEANED = [(o, b"k%d" % (o % 4), b"v2") for o in range(8, 12)] + [(12, b"tail", 
 
 
 def test_S44_crash_with_only_cleaned_files_keeps_the_original_data(tmp_path: Path) -> None:
-    log, clock, config, directory, groups = _crash_fixture(tmp_path)
+    log, clock, config, directory, _groups = _crash_fixture(tmp_path)
     assert list(directory.glob("*.log.cleaned"))
     log.close()
     reopened = UnifiedLog(directory, config, clock=clock)
@@ -109,7 +109,7 @@ def test_S44_crash_with_only_cleaned_files_keeps_the_original_data(tmp_path: Pat
 
 
 def test_S44_crash_after_rename_to_swap_keeps_the_cleaned_data(tmp_path: Path) -> None:
-    log, clock, config, directory, groups = _crash_fixture(tmp_path)
+    log, clock, config, directory, _groups = _crash_fixture(tmp_path)
     log.close()
     for path in directory.glob("*.cleaned"):
         path.rename(path.with_name(path.name.removesuffix(".cleaned") + ".swap"))
