@@ -163,10 +163,11 @@ def test_new_consumer_resumes_at_committed_offsets_after_restart(
 
 @pytest.mark.timeout(60)
 def test_clients_cannot_produce_to_consumer_offsets(broker_factory: Callable[..., BrokerProcess]) -> None:
-    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka import KafkaError, Producer
 
     broker = broker_factory(OVERRIDES)
-    confluent_commit(broker.bootstrap, "unused", "g")  # creates __consumer_offsets via FindCoordinator
+    create_topic(broker.bootstrap, "plain", PARTITIONS)
+    confluent_commit(broker.bootstrap, "plain", "g")  # creates __consumer_offsets via FindCoordinator
     producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 5000})
     errors: list[KafkaError] = []
     producer.produce("__consumer_offsets", key=b"k", value=b"v", partition=0,
@@ -174,4 +175,3 @@ def test_clients_cannot_produce_to_consumer_offsets(broker_factory: Callable[...
     producer.flush(10)
     assert errors and errors[0] is not None
     assert errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors[0]
-    del KafkaException
