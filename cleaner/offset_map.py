@@ -47,8 +47,10 @@ so a producer cannot craft two keys with equal fingerprints to make the cleaner 
 against the hash). Python's built-in `hash()` has only 64 bits and a per-process seed.
 
 Speed (`python -m cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB map, CPython 3.11 on a shared
-2-CPU box): 0.45-0.65M puts/s and 0.45-0.65M gets/s (noisy machine); a bare blake2b + unpack loop alone
-runs at ~1.1M/s, so the hash is about half the cost. One array probe per lookup keeps one cache miss.
+2-CPU box): 0.45-0.65M puts/s and 0.45-0.65M gets/s when the box is quiet, ~0.25M/s at load average 5; a
+bare blake2b + unpack loop alone runs at ~1.1M/s, so the hash is about half the cost. `put_keys` (one call
+per batch, used by the map pass when the whole batch fits) saves the per-call overhead. One array probe per
+lookup touches one cache line.
 """
 
 from __future__ import annotations
