@@ -288,8 +288,10 @@ class LogManager:
             {(log.topic, log.partition): log.log_start_offset for log in self.all_logs()})
 
     def roll_due_segments(self, now_ms: int) -> None:
+        """Time-based rolls of idle active segments, then fsync of every segment rolled since last time."""
         for log in self.all_logs():
             log.roll_if_due(now_ms)
+            log.flush_rolled_segments()
 
     def enforce_retention(self, now_ms: int) -> None:
         deleted = 0

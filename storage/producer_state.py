@@ -186,8 +186,11 @@ class ProducerStateManager:
                 continue
         return sorted(offsets)
 
-    def take_snapshot(self, offset: int) -> Path:
-        """Write the state as of `offset` (exclusive) atomically; keep only the newest few snapshots."""
+    def take_snapshot(self, offset: int, *, durable: bool = True) -> Path:
+        """Write the state as of `offset` (exclusive) atomically; keep only the newest few snapshots.
+
+        A corrupt or missing snapshot only costs a log replay at load time, so the roll path writes it
+        without fsync (`durable=False`) and the background flush makes it durable."""
         entries = [e for e in sorted(self.producers.values(), key=lambda e: e.producer_id) if e.batches]
         body = bytearray(_COUNT.pack(len(entries)))
         for entry in entries:
@@ -197,7 +200,7 @@ class ProducerStateManager:
                                 entry.current_txn_first_offset)
         data = _HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(bytes(body))) + bytes(body)
         path = self.dir / snapshot_file_name(offset)
-        atomic_write(path, data)
+        atomic_write(path, data, durable=durable)
         for old in self.snapshot_offsets()[:-SNAPSHOTS_TO_KEEP]:
             (self.dir / snapshot_file_name(old)).unlink(missing_ok=True)
         return path

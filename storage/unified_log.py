@@ -221,8 +221,9 @@ class UnifiedLog:
             active = self.active_segment
             if active.is_empty:
                 return
+            # No fsync here: roll runs on the append path (the event loop). `flush_rolled_segments`, called
+            # from a background thread, makes the closed segment durable and advances the recovery point.
             active.on_becoming_inactive()
-            active.flush()
             config = self.config
             jitter = random.randrange(min(config.segment_jitter_ms, config.max_segment_ms)) \
                 if config.segment_jitter_ms > 0 else 0
@@ -230,8 +231,7 @@ class UnifiedLog:
                              max_index_size_bytes=config.segment_index_bytes, rolling_jitter_ms=jitter,
                              created_ms=self.clock.time_ms())
             self._segments.append(new)
-            self.producer_state.take_snapshot(self._log_end_offset)
-            self.recovery_point = max(self.recovery_point, new.base_offset)
+            self.producer_state.take_snapshot(self._log_end_offset, durable=False)
 
     def roll_if_due(self, now_ms: int) -> bool:
         """Time-based roll of a non-empty active segment without an append (broker timer).
@@ -380,6 +380,26 @@ class UnifiedLog:
                 segment.delete()
 
     # ---------------------------------------------------------------- lifecycle
+    def flush_rolled_segments(self) -> None:
+        """fsync the segments rolled since the last flush and advance the recovery point to the active
+        segment's base offset (Kafka's "flush-log" task after a roll). Called from a background thread."""
+        with self._lock:
+            pending = [s for s in self._segments[:-1] if s.next_offset > self.recovery_point]
+            target = self.active_segment.base_offset
+        if not pending:
+            return
+        with storage_errors(self.topic_partition):
+            for segment in pending:
+                try:
+                    segment.flush()
+                except (OSError, ValueError):
+                    with self._lock:
+                        if segment in self._segments:  # not deleted by retention or a swap meanwhile
+                            raise
+            fsync_dir(self.dir)
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+
     def flush(self) -> None:
         with self._lock, storage_errors(self.topic_partition):
             for segment in self._segments:

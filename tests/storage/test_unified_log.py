@@ -285,3 +285,13 @@ def test_concurrent_appends_reads_and_rolls(make_log: LogFactory, clock: FakeClo
     assert errors == []
     assert log.log_end_offset == 300
     assert offsets_in(log.read(0, 1 << 20).records) == list(range(300))
+
+
+def test_roll_defers_fsync_and_flush_rolled_segments_advances_the_recovery_point(make_log: LogFactory) -> None:
+    log = make_log({"segment.bytes": "200"})
+    for _ in range(4):
+        log.append_as_leader(batch(b"x" * 100))
+    assert len(log.segments()) > 1
+    assert log.recovery_point == 0  # the roll itself did not fsync
+    log.flush_rolled_segments()
+    assert log.recovery_point == log.segments()[-1].base_offset > 0
