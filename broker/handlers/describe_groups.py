@@ -10,8 +10,6 @@ from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.messages import response_class
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
@@ -39,7 +37,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
                     )
                     for member in summary.members
                 ],
-                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=None,  # encoded as INT_MIN: "not requested"
             )
         )
     return cls(throttle_time_ms=0, groups=groups)
