@@ -72,11 +72,16 @@ class LogValidator:
             config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX)
         if not config.compact and not check_timestamps:
             return
+        no_key = f"Compacted topic cannot accept message without key in topic partition {self.topic_partition}."
+        if not check_timestamps:  # keys only: the fast path
+            missing = tuple((index, no_key) for index, (_offset, key) in enumerate(batch.keys()) if key is None)
+            if missing:
+                raise InvalidRecordError(no_key, record_errors=missing)
+            return
         low = now_ms - config.message_timestamp_before_max_ms
         high = now_ms + config.message_timestamp_after_max_ms
         key_errors: list[tuple[int, str]] = []
         timestamp_errors: list[tuple[int, str]] = []
-        no_key = f"Compacted topic cannot accept message without key in topic partition {self.topic_partition}."
         log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
         for index, record in enumerate(batch.records()):
             if config.compact and record.key is None:
