@@ -58,7 +58,7 @@ def confluent_first_offsets(bootstrap: str, topic: str, group: str) -> dict[int,
     while len(first) < PARTITIONS and time.monotonic() < deadline:
         message = consumer.poll(0.1)
         if message is not None and not message.error():
-            first.setdefault(message.partition(), message.offset())
+            first.setdefault(int(message.partition() or 0), int(message.offset() or 0))
     consumer.close()
     return first
 
@@ -169,7 +169,7 @@ def test_clients_cannot_produce_to_consumer_offsets(broker_factory: Callable[...
     create_topic(broker.bootstrap, "plain", PARTITIONS)
     confluent_commit(broker.bootstrap, "plain", "g")  # creates __consumer_offsets via FindCoordinator
     producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 5000})
-    errors: list[KafkaError] = []
+    errors: list[KafkaError | None] = []
     producer.produce("__consumer_offsets", key=b"k", value=b"v", partition=0,
                      on_delivery=lambda error, _message: errors.append(error))
     producer.flush(10)
