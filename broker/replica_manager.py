@@ -13,15 +13,16 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from storage.log_manager import LogManager, TopicMetadata
-from storage.unified_log import LogAppendInfo, UnifiedLog
-
 from broker.purgatory import FetchPurgatory, TopicPartition
 from protocol.errors import (
     KafkaError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
+from storage.log_manager import LogManager, TopicMetadata
+from storage.unified_log import LogAppendInfo, UnifiedLog
 
 LEADER_EPOCH = 0
 READ_UNCOMMITTED = 0
@@ -128,6 +129,21 @@ class ReplicaManager:
             if total >= min_bytes or has_error or remaining_ms <= 0 or not requests:
                 return results
             await self.purgatory.wait_for_append(results.keys(), remaining_ms)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """DeleteRecords: move the log start offset to `offset` (-1 = the high watermark); returns the new
+        low watermark. POLICY_VIOLATION unless cleanup.policy includes delete, as Kafka answers."""
+        log = self.log_for(topic, partition)
+        if not log.config.delete:
+            raise PolicyViolationError(
+                f"Records of partition {topic}-{partition} can not be deleted due to the configured policy"
+            )
+        if offset == -1:
+            offset = log.high_watermark
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"Cannot delete records of {topic}-{partition} before offset {offset}")
+        log.maybe_increment_log_start_offset(offset)
+        return log.log_start_offset
 
     # -- offsets ---------------------------------------------------------------------------------------------
     def offset_for_timestamp(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int]:

@@ -10,27 +10,10 @@ from typing import Any
 from broker.context import BrokerContext
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, PolicyViolationError
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import response_class
 
 log = logging.getLogger(__name__)
-
-HIGH_WATERMARK = -1
-
-
-def _delete(ctx: BrokerContext, topic: str, partition: int, offset: int) -> int:
-    partition_log = ctx.replica_manager.log_for(topic, partition)
-    if not ctx.replica_manager.log_manager.log_config(topic).delete:
-        raise PolicyViolationError(
-            f"Records of partition {topic}-{partition} can not be deleted due to the configured policy"
-        )
-    if offset == HIGH_WATERMARK:
-        offset = partition_log.high_watermark
-    if offset < 0:
-        raise OffsetOutOfRangeError(f"Cannot delete records of {topic}-{partition} before offset {offset}")
-    partition_log.maybe_increment_log_start_offset(offset)
-    return int(partition_log.log_start_offset)
-
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     cls = response_class(ApiKey.DELETE_RECORDS, event.api_version)
@@ -42,13 +25,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
         for partition in topic.partitions:
             fields: dict[str, Any] = {"partition_index": partition.partition_index, "error_code": ErrorCode.NONE}
             try:
-                fields["low_watermark"] = _delete(ctx, topic.name, partition.partition_index, partition.offset)
+                fields["low_watermark"] = ctx.replica_manager.delete_records(
+                    topic.name, partition.partition_index, partition.offset
+                )
             except KafkaError as error:
                 fields.update(error_code=error.error_code, low_watermark=-1)
-            except Exception as exc:  # one partition's bug must not fail the others
+            except Exception:  # one partition's bug must not fail the others
                 log.exception("DeleteRecords on %s-%d failed", topic.name, partition.partition_index)
                 fields.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, low_watermark=-1)
-                del exc
             partitions.append(partition_cls(**fields))
         topics.append(topic_cls(name=topic.name, partitions=partitions))
     return cls(throttle_time_ms=0, topics=topics)
