@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from storage.log_manager import LogManager, TopicMetadata
-
 from broker.config import BROKER_CONFIG_DEF, KafkaConfig
 from protocol.errors import InvalidReplicationFactorError, InvalidRequestError, UnknownTopicOrPartitionError
 from storage.config_def import format_value
@@ -22,6 +20,7 @@ from storage.log_config import (
     ConfigEntry,
     LogConfig,
 )
+from storage.log_manager import LogManager, TopicMetadata
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from storage.log_manager import TopicMetadata
-
 from broker.admin_manager import INTERNAL_TOPICS
 from broker.context import BrokerContext
 from broker.replica_manager import LEADER_EPOCH
@@ -15,6 +13,7 @@ from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import response_class
+from storage.log_manager import TopicMetadata
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
