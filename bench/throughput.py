@@ -174,6 +174,10 @@ Results = dict[str, dict[Case, tuple[Measurement, ...]]]
 
 def measure(name: str, bootstrap: str, lib_dir: Path, cases: list[Case]) -> dict[Case, tuple[Measurement, ...]]:
     results: dict[Case, tuple[Measurement, ...]] = {}
+    # A fresh JVM broker is much slower until the JIT has warmed up; give both brokers the same warm-up.
+    warm_up = Case(1024, 1, "1", 20_000)
+    create_topic(bootstrap, "bench-warm-up", 1)
+    run_producer_perf(lib_dir, bootstrap, "bench-warm-up", warm_up)
     for index, case in enumerate(cases):
         topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}"
         print(f"[{name}] {case.label}, {case.num_records} records", flush=True)
