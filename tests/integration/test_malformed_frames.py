@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import consume_confluent, create_topic
@@ -105,11 +105,38 @@ class ConcurrentProducer(threading.Thread):
         self.undelivered = self.producer.flush(30)
 
 
-def test_bad_frames_close_only_their_connection_while_a_real_client_keeps_working(broker: BrokerProcess) -> None:
+class ConcurrentConsumer(threading.Thread):
+    """A real confluent-kafka consumer tailing partition 0 from the beginning until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.stop_event = threading.Event()
+        self.received: dict[tuple[int, int], bytes | None] = {}
+        self.errors: list[str] = []
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bystander",
+                                  "enable.auto.commit": False, "fetch.wait.max.ms": 50,
+                                  "error_cb": lambda err: self.errors.append(f"error_cb: {err}")})
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+
+    def run(self) -> None:
+        try:
+            while not self.stop_event.is_set():
+                for msg in self.consumer.consume(num_messages=1000, timeout=0.1):
+                    if msg.error() is not None:
+                        self.errors.append(f"message: {msg.error()}")
+                    else:
+                        self.received[(int(msg.partition() or 0), int(msg.offset() or 0))] = msg.value()
+        finally:
+            self.consumer.close()
+
+
+def test_bad_frames_close_only_their_connection_while_real_clients_keep_working(broker: BrokerProcess) -> None:
     topic = "bystander"
     create_topic(broker.bootstrap, topic, 1)
     bystander = ConcurrentProducer(broker.bootstrap, topic)
+    reader = ConcurrentConsumer(broker.bootstrap, topic)
     bystander.start()
+    reader.start()
     try:
         deadline = time.monotonic() + 30
         while len(bystander.acked) < 200:
@@ -131,11 +158,21 @@ def test_bad_frames_close_only_their_connection_while_a_real_client_keeps_workin
         while len(bystander.acked) < acked_after_abuse + 200:
             assert time.monotonic() < deadline, "bystander producer stalled after the malformed frames"
             time.sleep(0.05)
+        bystander.stop_event.set()
+        bystander.join(60)  # from here on `acked` is frozen
+        deadline = time.monotonic() + 30
+        while len(reader.received) < len(bystander.acked):
+            assert time.monotonic() < deadline, "the concurrent consumer stopped receiving what was acked"
+            time.sleep(0.05)
     finally:
         bystander.stop_event.set()
+        reader.stop_event.set()
         bystander.join(60)
+        reader.join(30)
     assert bystander.undelivered == 0
-    assert not bystander.errors, f"the bystander client saw errors: {bystander.errors[:5]}"
+    assert not bystander.errors, f"the bystander producer saw errors: {bystander.errors[:5]}"
+    assert not reader.errors, f"the bystander consumer saw errors: {reader.errors[:5]}"
+    assert all(reader.received[pos] == value for pos, value in bystander.acked.items())
 
     error_code, versions = _api_versions_v0(broker.port)
     assert error_code == 0 and API_VERSIONS in versions, "broker no longer serves new connections"
