@@ -1,0 +1,399 @@
+"""`LogCleaner`: the cleaner threads around the pure core (spec §2.1, §2.2, §2.8-§2.14; DESIGN decision 6).
+
+Each of `log.cleaner.threads` plain threads loops as Kafka's `CleanerThread.doWork`: serve a pending manual
+compaction or grab the filthiest eligible partition (dirty ratio above `min.cleanable.dirty.ratio`, or
+overdue by `max.compaction.lag.ms`; `min.compaction.lag.ms` and the LSO always honoured), clean it with its
+own `Cleaner` and `OffsetMap`, swap each cleaned group in as soon as it is written (storage's crash-safe
+`replace_segments`), checkpoint the round's end offset, log Kafka's statistics block; then run retention of
+every compacted log (`compact,delete` deletes by time/size, `compact` only below the log start offset);
+sleep `log.cleaner.backoff.ms` when nothing was cleaned. All threads share one I/O `Throttler`.
+
+A failing partition never kills a thread: it is retried with exponential backoff, then reported uncleanable
+(`LogCleanerManager`). A partition deleted while it is being cleaned aborts the round quietly.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cleaner.cleaner import CleanedGroup, Cleaner, LastProducerRecord
+from cleaner.cleaner_manager import (
+    CleaningState,
+    LogCleanerManager,
+    LogCleaningAbortedError,
+    ThreadShutdownError,
+    TopicPartition,
+)
+from cleaner.cleaner_stats import CleanerStats
+from cleaner.config import CleanerConfig
+from cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
+from cleaner.manager import CleanCandidate, PreCleanStats, grab_filthiest_compacted_log
+from cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
+from cleaner.offset_map import OffsetMap
+from cleaner.throttler import Throttler
+from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
+from storage.clock import Clock
+from storage.log_manager import LogManager
+from storage.log_segment import LogSegment
+from storage.unified_log import UnifiedLog
+
+logger = logging.getLogger("cleaner.log_cleaner")
+
+_MAX_MANUAL_ROUNDS = 10_000
+
+
+@dataclass(slots=True)
+class PartitionCleaningRecord:
+    """Running totals of one partition's cleaning (the per-partition metrics)."""
+
+    last_clean_ms: int | None = None
+    records_removed: int = 0
+    bytes_removed: int = 0
+    #: tombstones kept by the last round because their delete horizon had not passed
+    tombstones_pending: int = 0
+    log_identity: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCleaningStatus:
+    """One compacted partition as the per-partition gauges show it (computed on demand)."""
+
+    topic: str
+    partition: int
+    dirty_ratio: float
+    dirty_bytes: int
+    compaction_delay_ms: int
+    max_compaction_lag_ms: int
+    record: PartitionCleaningRecord
+
+
+@dataclass(slots=True)
+class CleanerThread:
+    """One worker: its thread, its Cleaner (and offset map), the partition it is cleaning and its last stats.
+
+    Fields are written by the worker thread only and read by metrics (single attribute reads)."""
+
+    index: int
+    cleaner: Cleaner | None = None
+    current: TopicPartition | None = None
+    last_stats: CleanerStats = field(default_factory=CleanerStats)
+    last_pre_clean_stats: PreCleanStats = field(default_factory=PreCleanStats)
+    thread: threading.Thread | None = None
+    dead: bool = False
+
+
+class LogCleaner:
+    """Owns the cleaner threads, their offset maps, the shared throttler, the manual-compaction queue and
+    the per-partition cleaning records; `manager` owns cleaning states, uncleanable marks and checkpoints.
+
+    Thread-safe: public methods may be called from any thread (the broker calls them through worker
+    threads); `_lock` guards the queue and the records.
+    """
+
+    def __init__(self, log_manager: LogManager, config: CleanerConfig, clock: Clock, *, max_retries: int = 3,
+                 retry_backoff_ms: int | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.log_manager = log_manager
+        self.config = config
+        self.clock = clock
+        self.manager = LogCleanerManager(
+            log_manager, clock.time_ms(), max_retries=max_retries,
+            retry_backoff_ms=config.backoff_ms if retry_backoff_ms is None else retry_backoff_ms)
+        self.throttler = Throttler(config.io_max_bytes_per_second, clock, sleep)
+        self.workers = [CleanerThread(i) for i in range(config.threads)]
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._shutdown = threading.Event()
+        self._manual: collections.deque[tuple[CompactionRequest, int]] = collections.deque()
+        self._records: dict[TopicPartition, PartitionCleaningRecord] = {}
+        self._running = False
+
+    # --------------------------------------------------------------- lifecycle
+    def startup(self) -> None:
+        """Start the worker threads (each allocates its offset map first)."""
+        self._shutdown.clear()
+        for worker in self.workers:
+            worker.dead = False
+            worker.thread = threading.Thread(target=self._run, args=(worker,), name=f"kafka-log-cleaner-thread-"
+                                             f"{worker.index}", daemon=True)
+            worker.thread.start()
+        self._running = bool(self.workers)
+
+    def shutdown(self, timeout_s: float = 30.0) -> None:
+        """Stop the threads; a round in progress is abandoned at its next check (its `.cleaned` files go)."""
+        self._shutdown.set()
+        with self._wake:
+            self._wake.notify_all()
+        for worker in self.workers:
+            if worker.thread is not None:
+                worker.thread.join(timeout_s)
+        self._running = False
+
+    def _cleaner_for(self, worker: CleanerThread) -> Cleaner:
+        if worker.cleaner is None:
+            offset_map = OffsetMap(self.config.dedupe_buffer_bytes_per_thread, self.config.io_buffer_load_factor)
+            worker.cleaner = Cleaner(offset_map, self.clock, check_done=lambda: self._check_done(worker),
+                                     throttle=self.throttler.maybe_throttle)
+        return worker.cleaner
+
+    def _run(self, worker: CleanerThread) -> None:
+        try:
+            while not self._shutdown.is_set():
+                if not self.run_once(worker):
+                    with self._wake:
+                        if not self._manual and not self._shutdown.is_set():
+                            self._wake.wait(self.config.backoff_ms / 1000.0)
+        except ThreadShutdownError:
+            pass
+        except BaseException:
+            worker.dead = True
+            logger.exception("Cleaner %d: thread died", worker.index)
+
+    @property
+    def dead_thread_count(self) -> int:
+        return sum(1 for w in self.workers if w.dead)
+
+    # ---------------------------------------------------------------- main loop
+    def run_once(self, worker: CleanerThread) -> bool:
+        """One iteration of Kafka's doWork without the backoff sleep: True if a partition was cleaned."""
+        cleaned = self._serve_manual(worker)
+        if not cleaned:
+            log, grab = self.manager.grab_filthiest(self.clock.time_ms())
+            if log is not None and grab.chosen is not None:
+                worker.last_pre_clean_stats = grab.pre_clean_stats
+                self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats)
+                cleaned = True
+        self._run_retention()
+        return cleaned
+
+    def _clean_round(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
+                     pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None) -> int | None:
+        """Clean one round and end it in the manager; returns the end offset, None if aborted or failed."""
+        tp = (log.topic, log.partition)
+        end_offset = None
+        try:
+            stats, end_offset = self._clean_log(worker, log, candidate, pre_clean)
+            if result is not None:
+                result.add_round(stats, candidate.log_to_clean.first_dirty_offset, end_offset)
+        except ThreadShutdownError:
+            raise
+        except LogCleaningAbortedError:
+            logger.info("Cleaner %d: cleaning of %s-%d aborted", worker.index, *tp)
+            if result is not None:
+                result.status = "aborted"
+        except Exception as exc:
+            if self._hosted(log):
+                reason = f"{type(exc).__name__}: {exc}"
+                logger.debug("Cleaner %d: round of %s-%d failed", worker.index, *tp, exc_info=True)
+                self.manager.mark_failed(tp, log, reason, self.clock.time_ms())
+                if result is not None:
+                    result.status, result.error = "failed", reason
+            elif result is not None:
+                result.status = "unknown_partition"
+        finally:
+            worker.current = None
+            self.manager.done_cleaning(tp, end_offset)
+        return end_offset
+
+    def _clean_log(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
+                   pre_clean: PreCleanStats) -> tuple[CleanerStats, int]:
+        tp = (log.topic, log.partition)
+        name = log.topic_partition
+        worker.current = tp
+        cleaner = self._cleaner_for(worker)
+        to_clean = candidate.log_to_clean
+        logger.info("Cleaner %d: Beginning cleaning of log %s", worker.index, name)
+        producers = {pid: LastProducerRecord(entry.last_data_offset if entry.batches else None, entry.producer_epoch)
+                     for pid, entry in log.producer_state.active_producers().items()}
+        tombstones = 0
+
+        def swap(group: CleanedGroup) -> None:
+            nonlocal tombstones
+            try:
+                self._check_done(worker)
+            except BaseException:
+                group.cleaned.close()
+                group.cleaned.delete()
+                raise
+            tombstones += _count_tombstones(group.cleaned)
+            logger.info("Cleaner %d: Swapping in cleaned segment %s for segment(s) %s in log %s", worker.index,
+                        group.cleaned.base_offset, [s.base_offset for s in group.sources], name)
+            log.replace_segments([group.cleaned], group.sources)
+
+        result = cleaner.clean(
+            log.segments(), first_dirty_offset=to_clean.first_dirty_offset,
+            first_uncleanable_offset=to_clean.first_uncleanable_offset, now_ms=self.clock.time_ms(),
+            config=log.config, producers=producers, on_group_cleaned=swap)
+        stats = result.stats
+        worker.last_stats = stats
+        text = stats.format(worker.index, name, to_clean.first_dirty_offset, result.end_offset)
+        if pre_clean.delayed_partitions > 0:
+            text += (f"\n\tCleanable partitions: {pre_clean.cleanable_partitions}, Delayed partitions: "
+                     f"{pre_clean.delayed_partitions}, max delay: {pre_clean.max_compaction_delay_ms}")
+        logger.info(text)
+        with self._lock:
+            record = self._records.get(tp)
+            if record is None or record.log_identity != id(log):
+                record = self._records[tp] = PartitionCleaningRecord(log_identity=id(log))
+            record.last_clean_ms = self.clock.time_ms()
+            record.records_removed += stats.messages_read - stats.messages_written
+            record.bytes_removed += max(stats.bytes_read - stats.bytes_written, 0)
+            record.tombstones_pending = tombstones
+        return stats, result.end_offset
+
+    def _check_done(self, worker: CleanerThread) -> None:
+        if self._shutdown.is_set():
+            raise ThreadShutdownError()
+        tp = worker.current
+        if tp is not None:
+            self.manager.check_aborted(tp)
+            if self.log_manager.get_log(*tp) is None:
+                raise LogCleaningAbortedError(f"{tp[0]}-{tp[1]} was deleted")
+
+    def _hosted(self, log: UnifiedLog) -> bool:
+        return self.log_manager.get_log(log.topic, log.partition) is log
+
+    def _run_retention(self) -> None:
+        logs = self.manager.deletable_logs()
+        deleted = 0
+        try:
+            for log in logs:
+                try:
+                    deleted += log.delete_retention_segments(self.clock.time_ms())
+                except Exception as exc:
+                    if self._hosted(log):
+                        self.manager.mark_failed((log.topic, log.partition), log,
+                                                 f"retention: {type(exc).__name__}: {exc}", self.clock.time_ms())
+        finally:
+            self.manager.done_deleting(logs)
+        if deleted:
+            self.log_manager.checkpoint_log_start_offsets()
+
+    # ------------------------------------------------------------ pause/abort
+    def abort_and_pause(self, topic: str, partition: int, timeout_s: float | None = 60.0) -> None:
+        """Abort a running round of the partition (waiting for it to stop) and pause its cleaning."""
+        self.manager.abort_and_pause((topic, partition), timeout_s)
+
+    def resume(self, topic: str, partition: int) -> None:
+        self.manager.resume((topic, partition))
+
+    # -------------------------------------------------------- manual compaction
+    def request_compaction(self, topic: str, partition: int | None = None) -> CompactionRequest:
+        """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see `_compact_now`."""
+        meta = self.log_manager.topic(topic)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
+        if partition is not None and not 0 <= partition < meta.num_partitions:
+            raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist")
+        if not self.log_manager.log_config(topic).compact:
+            raise InvalidConfigError(f"Topic {topic} does not have cleanup.policy compact")
+        partitions = list(range(meta.num_partitions)) if partition is None else [partition]
+        request = CompactionRequest(topic, partitions)
+        if not self._running:
+            thread = threading.Thread(target=self._serve_alone, args=(request,), name="kafka-log-cleaner-manual",
+                                      daemon=True)
+            thread.start()
+            return request
+        with self._wake:
+            self._manual.extend((request, p) for p in partitions)
+            self._wake.notify_all()
+        return request
+
+    def _serve_alone(self, request: CompactionRequest) -> None:
+        """Cleaner disabled: a one-off worker (with its own map) serves the request and exits."""
+        worker = CleanerThread(-1)
+        for partition in request.partitions:
+            request.finish(self._compact_now(worker, request.topic, partition))
+
+    def _serve_manual(self, worker: CleanerThread) -> bool:
+        with self._lock:
+            if not self._manual:
+                return False
+            request, partition = self._manual.popleft()
+        request.finish(self._compact_now(worker, request.topic, partition))
+        return True
+
+    def _compact_now(self, worker: CleanerThread, topic: str, partition: int) -> PartitionCompactionResult:
+        """Roll the active segment, then clean rounds until the whole cleanable range is done."""
+        result = PartitionCompactionResult(topic, partition)
+        tp = (topic, partition)
+        log = self.log_manager.get_log(topic, partition)
+        if log is None:
+            result.status = "unknown_partition"
+            return result
+        log.roll()  # "now" includes what was just written; min.compaction.lag.ms still holds it back
+        self.manager.clear_failures(tp)
+        previous_end = -1
+        for _ in range(_MAX_MANUAL_ROUNDS):
+            state = self.manager.state_of(tp)
+            if (state is not None and state[0] is CleaningState.PAUSED) or not self.manager.try_begin(tp, 300):
+                result.status = "paused"
+                return result
+            now_ms = self.clock.time_ms()
+            view = self.manager.view_of(log, self.manager.read_checkpoints(), now_ms, ignore_marks=True,
+                                        min_cleanable_ratio=0.0)
+            grab = grab_filthiest_compacted_log([view], now_ms)
+            self.manager.update_checkpoints(dict(grab.checkpoint_updates))
+            if grab.chosen is None or grab.failures:
+                self.manager.done_cleaning(tp, None)
+                if grab.failures:
+                    result.status, result.error = "failed", str(next(iter(grab.failures.values())))
+                break
+            end_offset = self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats, result)
+            if end_offset is None or end_offset <= previous_end:
+                break
+            previous_end = end_offset
+            if end_offset >= grab.chosen.log_to_clean.first_uncleanable_offset:
+                break
+        if result.status == "pending":
+            result.status = "cleaned" if result.rounds else "nothing_to_clean"
+        return result
+
+    # ------------------------------------------------------------------ metrics
+    def partition_status(self) -> list[PartitionCleaningStatus]:
+        """Dirty ratio, dirty bytes and KIP-354 delay of every compacted partition, computed now."""
+        now_ms = self.clock.time_ms()
+        checkpoints = self.manager.read_checkpoints()
+        statuses = []
+        for log in self.log_manager.all_logs():
+            config = log.config
+            if not config.compact:
+                continue
+            segments = log.segments()
+            if not segments:
+                continue
+            tp = (log.topic, log.partition)
+            try:
+                offsets = cleanable_offsets(
+                    segments, log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
+                    checkpoint_offset=checkpoints.get(tp), last_stable_offset=log.last_stable_offset,
+                    min_compaction_lag_ms=config.min_compaction_lag_ms, now_ms=now_ms)
+                to_clean = LogToClean.of(segments, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset)
+                delay_ms = max_compaction_delay_ms(
+                    segments, [s.rolling_based_timestamp for s in segments],
+                    first_dirty_offset=offsets.first_dirty_offset,
+                    max_compaction_lag_ms=config.max_compaction_lag_ms, now_ms=now_ms)
+            except Exception:  # a segment deleted under us; the next scrape is consistent again
+                continue
+            with self._lock:
+                record = self._records.get(tp)
+                if record is None or record.log_identity != id(log):
+                    record = PartitionCleaningRecord(log_identity=id(log))
+                record = PartitionCleaningRecord(**{k: getattr(record, k) for k in record.__slots__})
+            statuses.append(PartitionCleaningStatus(
+                log.topic, log.partition, to_clean.cleanable_ratio, to_clean.cleanable_bytes, delay_ms,
+                config.max_compaction_lag_ms, record))
+        return statuses
+
+
+def _count_tombstones(segment: LogSegment) -> int:
+    """Tombstones in a cleaned segment: only batches stamped with a delete horizon can hold them."""
+    count = 0
+    for _, batch in segment.log.batches(0):
+        if batch.delete_horizon_ms is not None and not batch.is_control:
+            count += sum(1 for record in batch.records() if record.value is None)
+    return count
