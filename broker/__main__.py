@@ -1,12 +1,18 @@
-"""The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...]`."""
+"""The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...]` and
+`minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL]` (asks a running broker to clean now
+through `POST /admin/compact` on its metrics/admin port and prints what was removed)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from broker.config import KafkaConfig, load_properties
@@ -56,6 +62,46 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def compact(args: argparse.Namespace) -> int:
+    """Exit 0 when the broker accepted (and, with --wait, finished) the compaction; 1 otherwise."""
+    query: dict[str, str] = {"topic": args.topic}
+    if args.partition is not None:
+        query["partition"] = str(args.partition)
+    if args.wait:
+        query["wait"] = "true"
+        query["timeout_ms"] = str(int(args.timeout * 1000))
+    url = f"{args.admin_url.rstrip('/')}/admin/compact?{urllib.parse.urlencode(query)}"
+    request = urllib.request.Request(url, data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=args.timeout + 30) as response:
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    except OSError as error:
+        print(f"minikafka compact: cannot reach {args.admin_url}: {error}", file=sys.stderr)
+        return 1
+    try:
+        result = json.loads(body)
+    except ValueError:
+        print(f"minikafka compact: HTTP {status}: {body.decode(errors='replace').strip()}", file=sys.stderr)
+        return 1
+    if status >= 400:
+        print(f"minikafka compact: {result.get('error', result)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    if not result.get("done"):
+        print(f"compaction of {args.topic} requested (not waiting; use --wait for the result)")
+        return 0
+    for entry in result["results"]:
+        print(f"{entry['topic']}-{entry['partition']}: {entry['status']}, {entry['rounds']} round(s), "
+              f"removed {entry['records_removed']} records / {entry['bytes_removed']} bytes"
+              + (f" ({entry['error']})" if entry.get("error") else ""))
+    print(f"total removed: {result['records_removed']} records, {result['bytes_removed']} bytes")
+    return 0 if all(e["status"] in ("cleaned", "nothing_to_clean") for e in result["results"]) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,7 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override one property"
     )
+    compact_parser = commands.add_parser("compact", help="ask a running broker to compact a topic now")
+    compact_parser.add_argument("topic")
+    compact_parser.add_argument("--partition", type=int, help="only this partition (default: all)")
+    compact_parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
+    compact_parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait (with --wait)")
+    compact_parser.add_argument("--json", action="store_true", help="print the broker's JSON reply")
+    compact_parser.add_argument("--admin-url", default="http://127.0.0.1:9404",
+                                help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
     args = parser.parse_args(argv)
+    if args.command == "compact":
+        return compact(args)
     logging.basicConfig(
         level=logging.INFO, format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)", stream=sys.stderr
     )

@@ -18,7 +18,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 log = logging.getLogger(__name__)
 
 Route = Callable[[dict[str, list[str]]], Awaitable[tuple[int, str, bytes]]]
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error"}
+_REASONS = {
+    200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+    500: "Internal Server Error",
+}
 MAX_HEADER_BYTES = 16 * 1024
 
 
@@ -33,7 +36,8 @@ class AdminHttpServer:
         self._server: asyncio.Server | None = None
 
     async def _metrics(self, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        return 200, CONTENT_TYPE_LATEST, generate_latest(self._registry)
+        # Collectors read logs and the cleaner checkpoint: keep that file I/O off the event loop.
+        return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self._registry)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)

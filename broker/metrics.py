@@ -7,6 +7,9 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
   response bytes out);
 - per partition, read at scrape time: `kafka_log_log_size{topic,partition}` (bytes),
   `kafka_log_log_logendoffset` and `kafka_log_log_logstartoffset`.
+- the log cleaner (`LogCleanerCollector`, registered by `register_log_cleaner`): Kafka's LogCleaner and
+  LogCleanerManager gauges under the JMX exporter's names (spec §3.1 formulas) and per-partition gauges
+  `minikafka_log_cleaner_*{topic,partition}`; see README's metrics table.
 Counters are updated from the event-loop thread; scrapes run in the HTTP task on the same loop.
 """
 
@@ -15,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
 from storage.unified_log import UnifiedLog
 
 _LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -43,6 +48,86 @@ class PartitionCollector(Collector):
         yield start
 
 
+class LogCleanerCollector(Collector):
+    """Reads the cleaner's gauges at scrape time (the cleaner's methods are thread-safe)."""
+
+    def __init__(self, cleaner: LogCleaner, log_dir: str) -> None:
+        self._cleaner = cleaner
+        self._log_dir = log_dir
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        statuses = self._cleaner.partition_status()
+        m = self._cleaner.metrics(statuses)
+        for name, value, doc in (
+            ("kafka_log_logcleaner_max_buffer_utilization_percent", m.max_buffer_utilization_percent,
+             "Highest offset-map fill of the threads' last rounds, percent"),
+            ("kafka_log_logcleaner_cleaner_recopy_percent", m.cleaner_recopy_percent,
+             "Bytes written / bytes read over the threads' last rounds, percent"),
+            ("kafka_log_logcleaner_max_clean_time_secs", m.max_clean_time_secs,
+             "Longest duration of the threads' last rounds, seconds"),
+            ("kafka_log_logcleaner_max_compaction_delay_secs", m.max_compaction_delay_secs,
+             "KIP-354: how far past max.compaction.lag.ms the most overdue partition was at the last grab"),
+            ("kafka_log_logcleaner_deadthreadcount", m.dead_thread_count, "Cleaner threads that died"),
+            ("kafka_log_logcleanermanager_max_dirty_percent", m.max_dirty_percent,
+             "Highest dirty ratio among cleanable partitions at the last grab, percent"),
+            ("kafka_log_logcleanermanager_time_since_last_run_ms", m.time_since_last_run_ms,
+             "Milliseconds since a cleaner thread last looked for a partition to clean"),
+        ):
+            yield GaugeMetricFamily(name, doc, value=value)
+        for name, value, doc in (
+            ("kafka_log_logcleanermanager_uncleanable_partitions_count", m.uncleanable_partitions_count,
+             "Partitions marked uncleanable after their retries"),
+            ("kafka_log_logcleanermanager_uncleanable_bytes", m.uncleanable_bytes,
+             "Cleanable bytes of the uncleanable partitions"),
+        ):
+            family = GaugeMetricFamily(name, doc, labels=["logDirectory"])
+            family.add_metric([self._log_dir], value)
+            yield family
+        yield CounterMetricFamily("kafka_utils_throttler_cleaner_io", "Bytes read and written by the cleaner",
+                                  value=m.cleaner_io_bytes)
+        yield from self._partition_families(statuses)
+
+    def _partition_families(self, statuses: list[PartitionCleaningStatus]) -> Iterator[
+            GaugeMetricFamily | CounterMetricFamily]:
+        labels = ["topic", "partition"]
+        prefix = "minikafka_log_cleaner_"
+        ratio = GaugeMetricFamily(prefix + "dirty_ratio", "Cleanable (dirty) bytes / total, as the grab sees it",
+                                  labels=labels)
+        dirty = GaugeMetricFamily(prefix + "dirty_bytes", "Bytes in the cleanable dirty section", labels=labels)
+        delay = GaugeMetricFamily(prefix + "compaction_delay_seconds",
+                                  "How far past max.compaction.lag.ms the oldest dirty closed segment is",
+                                  labels=labels)
+        max_lag = GaugeMetricFamily(prefix + "max_compaction_lag_seconds", "The topic's max.compaction.lag.ms",
+                                    labels=labels)
+        since = GaugeMetricFamily(prefix + "seconds_since_last_clean",
+                                  "Seconds since the last completed round (-1: never since startup)", labels=labels)
+        tombstones = GaugeMetricFamily(prefix + "tombstones_pending",
+                                       "Tombstones kept by the last round, awaiting delete.retention.ms",
+                                       labels=labels)
+        records = CounterMetricFamily(prefix + "records_removed", "Records removed by cleaning", labels=labels)
+        removed = CounterMetricFamily(prefix + "bytes_removed", "Bytes removed by cleaning", labels=labels)
+        now_ms = self._cleaner.clock.time_ms()
+        for s in statuses:
+            key = [s.topic, str(s.partition)]
+            ratio.add_metric(key, s.dirty_ratio)
+            dirty.add_metric(key, s.dirty_bytes)
+            delay.add_metric(key, s.compaction_delay_ms / 1000)
+            max_lag.add_metric(key, s.max_compaction_lag_ms / 1000)
+            last = s.record.last_clean_ms
+            since.add_metric(key, -1 if last is None else (now_ms - last) / 1000)
+            tombstones.add_metric(key, s.record.tombstones_pending)
+            records.add_metric(key, s.record.records_removed)
+            removed.add_metric(key, s.record.bytes_removed)
+        failing = GaugeMetricFamily(
+            prefix + "partition_failures",
+            "Failed rounds of a partition; uncleanable=\"true\" once its retries are exhausted",
+            labels=[*labels, "reason", "uncleanable"])
+        for (topic, partition), mark in sorted(self._cleaner.manager.uncleanable_partitions().items()):
+            failing.add_metric([topic, str(partition), mark.reason[:200], str(mark.permanent).lower()],
+                               mark.failures)
+        yield from (ratio, dirty, delay, max_lag, since, tombstones, records, removed, failing)
+
+
 class BrokerMetrics:
     """Request, byte and partition metrics of one broker."""
 
@@ -65,6 +150,9 @@ class BrokerMetrics:
             "kafka_server_brokertopicmetrics_bytesout", "Fetch response bytes sent", registry=self.registry
         )
         self.registry.register(PartitionCollector(logs))
+
+    def register_log_cleaner(self, cleaner: LogCleaner, log_dir: str) -> None:
+        self.registry.register(LogCleanerCollector(cleaner, log_dir))
 
     def observe_request(self, request_name: str, seconds: float) -> None:
         self.requests.labels(request_name).inc()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +23,8 @@ from broker.groups.group_coordinator import GroupCoordinator
 from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
 from broker.replica_manager import ReplicaManager
+from cleaner.log_cleaner import LogCleaner
+from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from storage.clock import Clock, SystemClock
 from storage.log_manager import LogManager
 
@@ -37,6 +40,8 @@ class KafkaServer:
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
         self.replica_manager = ReplicaManager(self.log_manager)
         self.metrics = BrokerMetrics(self.log_manager.all_logs)
+        self.log_cleaner = LogCleaner(self.log_manager, config.cleaner, self.clock)
+        self.metrics.register_log_cleaner(self.log_cleaner, str(config.log_dir))
         self.socket_server: SocketServer | None = None
         self.admin_http: AdminHttpServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -45,6 +50,8 @@ class KafkaServer:
 
     async def startup(self) -> None:
         await asyncio.to_thread(self.log_manager.startup)
+        if self.config.cleaner.enable:
+            self.log_cleaner.startup()
         admin = AdminManager(self.log_manager, self.config)
         self.group_coordinator = GroupCoordinator.for_broker(
             self.config.props, self.replica_manager, admin, self.clock
@@ -68,6 +75,7 @@ class KafkaServer:
             self.admin_http = AdminHttpServer(
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry
             )
+            self.admin_http.routes[("POST", "/admin/compact")] = self._admin_compact
             await self.admin_http.start()
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
         self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
@@ -115,7 +123,43 @@ class KafkaServer:
         await asyncio.to_thread(self.log_manager.roll_due_segments, self.clock.time_ms())
 
     async def _enforce_retention(self) -> None:
-        await asyncio.to_thread(self.log_manager.enforce_retention, self.clock.time_ms())
+        await asyncio.to_thread(self._enforce_retention_of_non_compacted_logs, self.clock.time_ms())
+
+    def _enforce_retention_of_non_compacted_logs(self, now_ms: int) -> None:
+        """Kafka's retention thread skips every compacted log: cleaner threads run their retention (spec
+        §2.12), so segments are never deleted under a cleaning round; with the cleaner disabled they grow."""
+        deleted = 0
+        for partition_log in self.log_manager.all_logs():
+            if not partition_log.config.compact:
+                deleted += partition_log.delete_retention_segments(now_ms)
+        if deleted:
+            self.log_manager.checkpoint_log_start_offsets()
+
+    async def _admin_compact(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """`POST /admin/compact?topic=T[&partition=N][&wait=true][&timeout_ms=M]`: clean now, ignoring the
+        dirty-ratio threshold (min lag still holds). 200 with the result when done, else 202 with progress."""
+
+        def reply(status: int, body: object) -> tuple[int, str, bytes]:
+            return status, "application/json", json.dumps(body).encode() + b"\n"
+
+        topic = query.get("topic", [""])[0]
+        if not topic:
+            return reply(400, {"error": "missing topic parameter"})
+        try:
+            partition = int(query["partition"][0]) if "partition" in query else None
+            timeout_s = int(query.get("timeout_ms", ["300000"])[0]) / 1000
+        except ValueError:
+            return reply(400, {"error": "partition and timeout_ms must be integers"})
+        wait = query.get("wait", ["false"])[0].lower() in ("1", "true", "yes")
+        try:
+            request = await asyncio.to_thread(self.log_cleaner.request_compaction, topic, partition)
+        except UnknownTopicOrPartitionError as error:
+            return reply(404, {"error": error.message or str(error)})
+        except InvalidConfigError as error:
+            return reply(400, {"error": error.message or str(error)})
+        if wait:
+            await asyncio.to_thread(request.wait, timeout_s)
+        return reply(200 if request.done.is_set() else 202, request.to_json())
 
     async def _checkpoint_recovery_points(self) -> None:
         await asyncio.to_thread(self.log_manager.checkpoint_recovery_points)
@@ -141,6 +185,7 @@ class KafkaServer:
             await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
         if self.admin_http is not None:
             await self.admin_http.stop()
+        await asyncio.to_thread(self.log_cleaner.shutdown)
         await asyncio.to_thread(self.log_manager.shutdown)
         log.info("minikafka shut down cleanly")
 

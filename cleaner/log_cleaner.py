@@ -72,6 +72,22 @@ class PartitionCleaningStatus:
     record: PartitionCleaningRecord
 
 
+@dataclass(frozen=True, slots=True)
+class CleanerMetrics:
+    """Kafka's LogCleaner / LogCleanerManager gauges with the formulas of spec §3.1 (truncated ints)."""
+
+    max_buffer_utilization_percent: int
+    cleaner_recopy_percent: int
+    max_clean_time_secs: int
+    max_compaction_delay_secs: int
+    dead_thread_count: int
+    max_dirty_percent: int
+    time_since_last_run_ms: int
+    uncleanable_partitions_count: int
+    uncleanable_bytes: int
+    cleaner_io_bytes: int
+
+
 @dataclass(slots=True)
 class CleanerThread:
     """One worker: its thread, its Cleaner (and offset map), the partition it is cleaning and its last stats.
@@ -354,6 +370,28 @@ class LogCleaner:
         return result
 
     # ------------------------------------------------------------------ metrics
+    def metrics(self, statuses: list[PartitionCleaningStatus] | None = None) -> CleanerMetrics:
+        """Broker-wide gauges; `statuses` (from `partition_status`) supplies uncleanable bytes."""
+        stats = [w.last_stats for w in self.workers]
+        read = sum(s.bytes_read for s in stats)
+        written = sum(s.bytes_written for s in stats)
+        marks = {tp for tp, m in self.manager.uncleanable_partitions().items() if m.permanent}
+        if statuses is None:
+            statuses = self.partition_status()
+        return CleanerMetrics(
+            max_buffer_utilization_percent=int(100 * max((s.buffer_utilization for s in stats), default=0.0)),
+            cleaner_recopy_percent=int(100 * written / max(read, 1)),
+            max_clean_time_secs=int(max((max(s.elapsed_secs, 0.0) for s in stats), default=0.0)),
+            max_compaction_delay_secs=int(
+                max((w.last_pre_clean_stats.max_compaction_delay_ms for w in self.workers), default=0) / 1000),
+            dead_thread_count=self.dead_thread_count,
+            max_dirty_percent=int(100 * self.manager.max_dirty_ratio),
+            time_since_last_run_ms=self.clock.time_ms() - self.manager.time_of_last_run_ms,
+            uncleanable_partitions_count=len(marks),
+            uncleanable_bytes=sum(s.dirty_bytes for s in statuses if (s.topic, s.partition) in marks),
+            cleaner_io_bytes=self.throttler.total_bytes,
+        )
+
     def partition_status(self) -> list[PartitionCleaningStatus]:
         """Dirty ratio, dirty bytes and KIP-354 delay of every compacted partition, computed now."""
         now_ms = self.clock.time_ms()
