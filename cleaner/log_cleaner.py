@@ -56,6 +56,8 @@ class PartitionCleaningRecord:
     bytes_removed: int = 0
     #: tombstones kept by the last round because their delete horizon had not passed
     tombstones_pending: int = 0
+    #: earliest delete horizon among those tombstones (None if none): a horizon round is due from then
+    tombstone_horizon_ms: int | None = None
     log_identity: int = 0
 
 
@@ -183,11 +185,14 @@ class LogCleaner:
                 worker.last_pre_clean_stats = grab.pre_clean_stats
                 self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats)
                 cleaned = True
+            else:
+                cleaned = self._clean_expired_tombstones(worker)
         self._run_retention()
         return cleaned
 
     def _clean_round(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
-                     pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None) -> int | None:
+                     pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None, *,
+                     minimum_checkpoint: int = -1) -> int | None:
         """Clean one round and end it in the manager; returns the end offset, None if aborted or failed."""
         tp = (log.topic, log.partition)
         end_offset = None
@@ -212,7 +217,7 @@ class LogCleaner:
                 result.status = "unknown_partition"
         finally:
             worker.current = None
-            self.manager.done_cleaning(tp, end_offset)
+            self.manager.done_cleaning(tp, None if end_offset is None else max(end_offset, minimum_checkpoint))
         return end_offset
 
     def _clean_log(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
@@ -226,16 +231,20 @@ class LogCleaner:
         producers = {pid: LastProducerRecord(entry.last_data_offset if entry.batches else None, entry.producer_epoch)
                      for pid, entry in log.producer_state.active_producers().items()}
         tombstones = 0
+        horizon_ms: int | None = None
 
         def swap(group: CleanedGroup) -> None:
-            nonlocal tombstones
+            nonlocal tombstones, horizon_ms
             try:
                 self._check_done(worker)
             except BaseException:
                 group.cleaned.close()
                 group.cleaned.delete()
                 raise
-            tombstones += _count_tombstones(group.cleaned)
+            count, group_horizon_ms = _count_tombstones(group.cleaned)
+            tombstones += count
+            if group_horizon_ms is not None:
+                horizon_ms = group_horizon_ms if horizon_ms is None else min(horizon_ms, group_horizon_ms)
             logger.info("Cleaner %d: Swapping in cleaned segment %s for segment(s) %s in log %s", worker.index,
                         group.cleaned.base_offset, [s.base_offset for s in group.sources], name)
             log.replace_segments([group.cleaned], group.sources)
@@ -259,7 +268,44 @@ class LogCleaner:
             record.records_removed += stats.messages_read - stats.messages_written
             record.bytes_removed += max(stats.bytes_read - stats.bytes_written, 0)
             record.tombstones_pending = tombstones
+            record.tombstone_horizon_ms = horizon_ms
         return stats, result.end_offset
+
+    def _clean_expired_tombstones(self, worker: CleanerThread) -> bool:
+        """Beyond Kafka: a partition whose cleaned section holds tombstones past their delete horizon gets a
+        round even without new dirty data (Kafka waits for the next dirty segment), so a tombstone is gone
+        within delete.retention.ms + backoff + one cleaning. The round re-maps from the log start offset."""
+        now_ms = self.clock.time_ms()
+        with self._lock:
+            due = [tp for tp, r in self._records.items()
+                   if r.tombstone_horizon_ms is not None and r.tombstone_horizon_ms <= now_ms]
+        for tp in due:
+            log = self.log_manager.get_log(*tp)
+            if log is None or not log.config.compact or tp in self.manager.uncleanable_partitions():
+                continue
+            if not self.manager.try_begin(tp, timeout_s=0):
+                continue
+            checkpoints = self.manager.read_checkpoints()
+            checkpoint = checkpoints.get(tp, log.log_start_offset)
+            view = self.manager.view_of(log, {tp: log.log_start_offset}, now_ms, ignore_marks=True,
+                                        min_cleanable_ratio=0.0)
+            grab = grab_filthiest_compacted_log([view], now_ms)
+            if grab.chosen is None:
+                with self._lock:
+                    self._records[tp].tombstone_horizon_ms = None
+                self.manager.done_cleaning(tp, None)
+                continue
+            logger.info("Cleaner %d: tombstones of %s passed their delete horizon; cleaning it", worker.index,
+                        log.topic_partition)
+            # `_clean_round` ends the state; the checkpoint must never move backwards.
+            self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats, minimum_checkpoint=checkpoint)
+            with self._lock:
+                record = self._records.get(tp)
+                if record is not None and record.tombstone_horizon_ms is not None and \
+                        record.tombstone_horizon_ms <= now_ms:
+                    record.tombstone_horizon_ms = None  # not removable by a horizon round; no busy loop
+            return True
+        return False
 
     def _check_done(self, worker: CleanerThread) -> None:
         if self._shutdown.is_set():
@@ -428,10 +474,17 @@ class LogCleaner:
         return statuses
 
 
-def _count_tombstones(segment: LogSegment) -> int:
-    """Tombstones in a cleaned segment: only batches stamped with a delete horizon can hold them."""
+def _count_tombstones(segment: LogSegment) -> tuple[int, int | None]:
+    """Tombstones in a cleaned segment and their earliest delete horizon (only batches stamped with a
+    horizon can hold them); transaction markers awaiting their horizon count for the horizon only."""
     count = 0
+    horizon_ms: int | None = None
     for _, batch in segment.log.batches(0):
-        if batch.delete_horizon_ms is not None and not batch.is_control:
-            count += sum(1 for record in batch.records() if record.value is None)
-    return count
+        batch_horizon_ms = batch.delete_horizon_ms
+        if batch_horizon_ms is None:
+            continue
+        tombstones = 0 if batch.is_control else sum(1 for record in batch.records() if record.value is None)
+        if tombstones or batch.is_control:
+            count += tombstones
+            horizon_ms = batch_horizon_ms if horizon_ms is None else min(horizon_ms, batch_horizon_ms)
+    return count, horizon_ms

@@ -275,3 +275,43 @@ def test_throttler_sleeps_to_the_desired_rate() -> None:
     clock.advance_ms(300)
     unlimited.maybe_throttle(10**9)
     assert slept == [0.7] and unlimited.total_bytes == 10**9
+
+
+def test_tombstone_removed_after_its_horizon_without_new_dirty_data(log_manager: LogManager,
+                                                                     clock: FakeClock) -> None:
+    (log,) = make_topic(log_manager, "t", {"delete.retention.ms": "1000"})
+    produce(log, [(b"k1", b"old"), (b"k2", b"x")])
+    produce(log, [(b"k1", b"new"), (b"k2", None)])
+    log.roll()
+    cleaner = LogCleaner(log_manager, SMALL, clock)
+    assert cleaner.run_once(cleaner.workers[0]) is True
+    assert latest(log) == [(2, b"k1", b"new"), (3, b"k2", None)]
+    (status,) = cleaner.partition_status()
+    assert status.record.tombstones_pending == 1 and status.record.tombstone_horizon_ms == T0 + 1000
+    assert cleaner.run_once(cleaner.workers[0]) is False  # horizon not reached
+    clock.advance_ms(1000)
+    assert cleaner.run_once(cleaner.workers[0]) is True  # no new dirty segment needed
+    assert latest(log) == [(2, b"k1", b"new")]
+    assert log_manager.cleaner_offset_checkpoint.read() == {("t", 0): 4}
+    (status,) = cleaner.partition_status()
+    assert status.record.tombstones_pending == 0 and status.record.tombstone_horizon_ms is None
+    assert cleaner.run_once(cleaner.workers[0]) is False
+
+
+def test_metrics_formulas(log_manager: LogManager, clock: FakeClock) -> None:
+    (log,) = make_topic(log_manager, "t", {"max.compaction.lag.ms": "1000", "min.cleanable.dirty.ratio": "0.99"})
+    produce(log, [(b"k", b"a")])
+    produce(log, [(b"k", b"b")])
+    log.roll()
+    cleaner = LogCleaner(log_manager, SMALL, clock)
+    clock.advance_ms(3500)
+    assert cleaner.run_once(cleaner.workers[0]) is True
+    m = cleaner.metrics()
+    stats = cleaner.workers[0].last_stats
+    assert m.max_compaction_delay_secs == 2  # floor(2500 / 1000)
+    assert m.cleaner_recopy_percent == int(100 * stats.bytes_written / stats.bytes_read)
+    assert m.max_buffer_utilization_percent == int(100 * stats.buffer_utilization)
+    assert m.dead_thread_count == 0 and m.uncleanable_partitions_count == 0 and m.time_since_last_run_ms == 0
+    clock.advance_ms(250)
+    assert cleaner.metrics().time_since_last_run_ms == 250
+    assert cleaner.metrics().cleaner_io_bytes > 0
