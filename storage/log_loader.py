@@ -146,6 +146,7 @@ class LogLoader:
             if not is_last and segments[i + 1].base_offset <= self.recovery_point:
                 i += 1
                 continue
+            logger.info("Recovering unflushed segment %d in %s", segment.base_offset, segment.dir)
             truncated = segment.recover()
             truncated_total += truncated
             if truncated:
