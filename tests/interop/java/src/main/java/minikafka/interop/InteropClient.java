@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -35,6 +36,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * Record i: key "key-i", value "value-i" + i%7 copies of "-pad", headers idx=i and src=interop.
  * Digest: sha256 over the sorted lines "hex(key) hex(value) name=hex(value),..." of the records.
+ *
+ * Modes: produce, consume, produce-consume (above; a group consume also prints "first_offset" per partition
+ * and commits what it read) and consume-commit (see consumeCommit: process --count records in --group,
+ * commitSync them, exit).
  */
 public final class InteropClient {
     private InteropClient() {}
@@ -50,12 +55,16 @@ public final class InteropClient {
         long timeoutMs = Long.parseLong(args.getOrDefault("timeout-ms", "30000"));
 
         StringBuilder json = new StringBuilder("{\"client\":\"java\",\"topic\":").append(quote(topic));
-        if (mode.contains("produce")) {
-            createTopic(bootstrap, topic, partitions);
-            produce(bootstrap, topic, count, json);
-        }
-        if (mode.contains("consume")) {
-            consume(bootstrap, topic, count, group, timeoutMs, json);
+        if (mode.equals("consume-commit")) {
+            consumeCommit(bootstrap, topic, count, group, timeoutMs, json);
+        } else {
+            if (mode.contains("produce")) {
+                createTopic(bootstrap, topic, partitions);
+                produce(bootstrap, topic, count, json);
+            }
+            if (mode.contains("consume")) {
+                consume(bootstrap, topic, count, group, timeoutMs, json);
+            }
         }
         json.append('}');
         System.out.println(json);
@@ -127,6 +136,7 @@ public final class InteropClient {
         }
         List<String> lines = new ArrayList<>();
         Map<Integer, Long> lastOffset = new TreeMap<>();
+        Map<Integer, Long> firstOffset = new TreeMap<>();
         Map<Integer, Long> previous = new HashMap<>();
         int outOfOrder = 0;
         long deadline = System.currentTimeMillis() + timeoutMs;
@@ -148,6 +158,7 @@ public final class InteropClient {
                         outOfOrder++;
                     }
                     lastOffset.put(record.partition(), record.offset());
+                    firstOffset.putIfAbsent(record.partition(), record.offset());
                     lines.add(line(record.key(), record.value(), record.headers()));
                 }
             }
@@ -161,7 +172,69 @@ public final class InteropClient {
             json.append(first ? "" : ",").append(quote(e.getKey().toString())).append(':').append(e.getValue());
             first = false;
         }
-        json.append("},\"out_of_order\":").append(outOfOrder).append(",\"digest\":").append(quote(digest(lines)));
+        json.append('}');
+        if (group != null) {  // only group reads print it: group-less summaries are compared with kafkajs's
+            json.append(",\"first_offset\":").append(offsetsJson(firstOffset));
+        }
+        json.append(",\"out_of_order\":").append(outOfOrder).append(",\"digest\":").append(quote(digest(lines)));
+    }
+
+    /**
+     * Mode consume-commit: subscribe in `group`, process exactly `count` records (further records a poll
+     * returned are not processed), commitSync the next offset of each partition processed, read the
+     * committed offsets back with committed() and exit (LeaveGroup on close). Prints "consumed",
+     * "first_offset", "committed" (what was committed) and "committed_read_back" (what the coordinator returned).
+     */
+    static void consumeCommit(String bootstrap, String topic, int count, String group, long timeoutMs,
+                              StringBuilder json) throws Exception {
+        if (group == null) {
+            throw new IllegalArgumentException("--group is required for consume-commit");
+        }
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        Map<Integer, Long> firstOffset = new TreeMap<>();
+        Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+        int processed = 0;
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        Map<TopicPartition, OffsetAndMetadata> readBack;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            while (processed < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    if (processed == count) {
+                        break;
+                    }
+                    firstOffset.putIfAbsent(record.partition(), record.offset());
+                    commit.put(new TopicPartition(topic, record.partition()), new OffsetAndMetadata(record.offset() + 1));
+                    processed++;
+                }
+            }
+            consumer.commitSync(commit);
+            readBack = consumer.committed(commit.keySet(), Duration.ofMillis(timeoutMs));
+        }
+        json.append(",\"consumed\":").append(processed);
+        json.append(",\"first_offset\":").append(offsetsJson(firstOffset));
+        Map<Integer, Long> committed = new TreeMap<>();
+        commit.forEach((tp, om) -> committed.put(tp.partition(), om.offset()));
+        json.append(",\"committed\":").append(offsetsJson(committed));
+        Map<Integer, Long> back = new TreeMap<>();
+        readBack.forEach((tp, om) -> back.put(tp.partition(), om == null ? -1L : om.offset()));
+        json.append(",\"committed_read_back\":").append(offsetsJson(back));
+    }
+
+    static String offsetsJson(Map<Integer, Long> offsets) {
+        StringBuilder sb = new StringBuilder("{");
+        boolean first = true;
+        for (Map.Entry<Integer, Long> e : offsets.entrySet()) {
+            sb.append(first ? "" : ",").append(quote(e.getKey().toString())).append(':').append(e.getValue());
+            first = false;
+        }
+        return sb.append('}').toString();
     }
 
     static String line(byte[] key, byte[] value, Iterable<Header> headers) {
