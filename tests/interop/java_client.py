@@ -58,13 +58,19 @@ def run_java_client(
     group: str | None = None,
     partitions: int = 3,
     timeout_ms: int = 30_000,
+    max_per_partition: int | None = None,
 ) -> dict[str, Any]:
-    """Run InteropClient and return its JSON summary (see the class comment for the schema)."""
+    """Run InteropClient and return its JSON summary (see the class comment for the schema).
+
+    `max_per_partition` applies to mode "consume-commit" only: process at most that many records per partition.
+    """
     jar = ensure_built()
     args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
             "--partitions", str(partitions), "--timeout-ms", str(timeout_ms)]
     if group is not None:
         args += ["--group", group]
+    if max_per_partition is not None:
+        args += ["--max-per-partition", str(max_per_partition)]
     command = ["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", MAIN_CLASS, *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60)
     return parse_summary(done, "Java client")

@@ -1,7 +1,7 @@
 """Issue 3 "Done when", interop half: one consumer-group scenario run against Apache Kafka and minikafka.
 
-- The Java client commits inside a group (commitSync), the broker restarts, and a new Java consumer of the
-  group resumes exactly at the committed offsets.
+- The Java client commits inside a group (commitSync), the broker restarts (minikafka, and the session's Apache
+  Kafka node too), and a new Java consumer of the group resumes exactly at the committed offsets.
 - confluent-kafka consumers on a 6-partition topic: partitions per member for 1, 2 and 3 members, committed
   offsets read back through the AdminClient, deleting the group while it has members and after.
 - Raw group requests (tests/wire_client.py): the error codes for unknown member, illegal generation, offset
@@ -76,15 +76,23 @@ def _unique(prefix: str) -> str:
 JAVA_RECORDS = 90
 JAVA_COMMITTED_RECORDS = 40
 JAVA_PARTITIONS = 3
+#: At most 14 per partition, so all three partitions get a commit in the middle of their log (24, 33, 33 records).
+JAVA_MAX_PER_PARTITION = 14
 
 
-def observe_java_resume(broker: Any, restart: Callable[[], None] | None) -> dict[str, Any]:
-    """Produce, commit K records in a group, restart (minikafka), resume; return what the clients saw."""
+def restart_apache(kafka: Any) -> None:
+    """Stop and start the session's Apache Kafka node (same port and log dirs; about 10 s)."""
+    kafka.stop()
+    kafka.start()
+
+
+def observe_java_resume(broker: Any, restart: Callable[[], None]) -> dict[str, Any]:
+    """Produce, commit K records in a group, restart the broker, resume; return what the clients saw."""
     topic, group = _unique("java-resume"), _unique("java-group")
     produced = run_java_client(broker.bootstrap, topic, JAVA_RECORDS, mode="produce", partitions=JAVA_PARTITIONS)
-    first = run_java_client(broker.bootstrap, topic, JAVA_COMMITTED_RECORDS, mode="consume-commit", group=group)
-    if restart is not None:
-        restart()
+    first = run_java_client(broker.bootstrap, topic, JAVA_COMMITTED_RECORDS, mode="consume-commit", group=group,
+                            max_per_partition=JAVA_MAX_PER_PARTITION)
+    restart()
     resumed = run_java_client(broker.bootstrap, topic, JAVA_RECORDS - JAVA_COMMITTED_RECORDS, mode="consume",
                               group=group)
     return {"produced": produced, "first": first, "resumed": resumed}
@@ -96,6 +104,8 @@ def check_java_resume(observed: dict[str, Any]) -> dict[str, Any]:
     end_offsets = {p: stats["last_offset"] + 1 for p, stats in produced["produced_partitions"].items()}
     committed: dict[str, int] = first["committed"]
     assert first["consumed"] == JAVA_COMMITTED_RECORDS, first
+    assert sorted(committed) == sorted(end_offsets), f"every partition should have a commit: {first}"
+    assert all(offset < end_offsets[p] for p, offset in committed.items()), first
     assert first["first_offset"] == {p: 0 for p in committed}, first
     assert sum(committed.values()) == JAVA_COMMITTED_RECORDS, first  # contiguous from offset 0
     assert first["committed_read_back"] == committed, "OffsetFetch disagrees with the commit"
@@ -117,12 +127,15 @@ def check_java_resume(observed: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("java_client")
 def test_java_consumer_resumes_at_committed_offsets(target: str, group_target: Any, apache_kafka: Any) -> None:
-    """minikafka is restarted between commit and resume; Apache Kafka is not (its node is session-wide)."""
-    restart = group_target.restart if target == "minikafka" else None
-    summary = check_java_resume(observe_java_resume(group_target, restart))
+    """Both brokers are restarted between the commit and the resume."""
+    if target == "minikafka":
+        summary = check_java_resume(observe_java_resume(group_target, group_target.restart))
+    else:
+        summary = check_java_resume(observe_java_resume(group_target, lambda: restart_apache(group_target)))
     _record(target, "java_resume", summary)
     reference = _apache_observation(
-        "java_resume", apache_kafka, lambda kafka: check_java_resume(observe_java_resume(kafka, None)))
+        "java_resume", apache_kafka,
+        lambda kafka: check_java_resume(observe_java_resume(kafka, lambda: restart_apache(kafka))))
     assert summary == reference
 
 

@@ -56,7 +56,8 @@ public final class InteropClient {
 
         StringBuilder json = new StringBuilder("{\"client\":\"java\",\"topic\":").append(quote(topic));
         if (mode.equals("consume-commit")) {
-            consumeCommit(bootstrap, topic, count, group, timeoutMs, json);
+            int maxPerPartition = Integer.parseInt(args.getOrDefault("max-per-partition", "2147483647"));
+            consumeCommit(bootstrap, topic, count, maxPerPartition, group, timeoutMs, json);
         } else {
             if (mode.contains("produce")) {
                 createTopic(bootstrap, topic, partitions);
@@ -181,12 +182,13 @@ public final class InteropClient {
 
     /**
      * Mode consume-commit: subscribe in `group`, process exactly `count` records (further records a poll
-     * returned are not processed), commitSync the next offset of each partition processed, read the
+     * returned are not processed) and at most `maxPerPartition` of each partition (a partition that reached
+     * it is paused), commitSync the next offset of each partition processed, read the
      * committed offsets back with committed() and exit (LeaveGroup on close). Prints "consumed",
      * "first_offset", "committed" (what was committed) and "committed_read_back" (what the coordinator returned).
      */
-    static void consumeCommit(String bootstrap, String topic, int count, String group, long timeoutMs,
-                              StringBuilder json) throws Exception {
+    static void consumeCommit(String bootstrap, String topic, int count, int maxPerPartition, String group,
+                              long timeoutMs, StringBuilder json) throws Exception {
         if (group == null) {
             throw new IllegalArgumentException("--group is required for consume-commit");
         }
@@ -199,6 +201,7 @@ public final class InteropClient {
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         Map<Integer, Long> firstOffset = new TreeMap<>();
         Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+        Map<Integer, Integer> perPartition = new HashMap<>();
         int processed = 0;
         long deadline = System.currentTimeMillis() + timeoutMs;
         Map<TopicPartition, OffsetAndMetadata> readBack;
@@ -206,12 +209,16 @@ public final class InteropClient {
             consumer.subscribe(List.of(topic));
             while (processed < count && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
-                    if (processed == count) {
-                        break;
+                    TopicPartition tp = new TopicPartition(topic, record.partition());
+                    if (processed == count || perPartition.getOrDefault(record.partition(), 0) >= maxPerPartition) {
+                        continue;
                     }
                     firstOffset.putIfAbsent(record.partition(), record.offset());
-                    commit.put(new TopicPartition(topic, record.partition()), new OffsetAndMetadata(record.offset() + 1));
+                    commit.put(tp, new OffsetAndMetadata(record.offset() + 1));
                     processed++;
+                    if (perPartition.merge(record.partition(), 1, Integer::sum) >= maxPerPartition) {
+                        consumer.pause(List.of(tp));
+                    }
                 }
             }
             consumer.commitSync(commit);
