@@ -69,6 +69,16 @@ def storage_errors(topic_partition: str) -> Iterator[None]:
         raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
 
 
+def _last_offset(data: bytes) -> int:
+    """Last offset of the last whole batch in `data` (whole batches only)."""
+    position, last = 0, -1
+    while position + 12 <= len(data):
+        last = int.from_bytes(data[position:position + 8], "big") + \
+            int.from_bytes(data[position + 23:position + 27], "big")
+        position += int.from_bytes(data[position + 8:position + 12], "big") + 12
+    return last
+
+
 def parse_topic_partition(dir: Path) -> tuple[str, int]:
     topic, _, partition = Path(dir).name.rpartition("-")
     return topic, int(partition)
@@ -274,6 +284,10 @@ class UnifiedLog:
                 if data:
                     chunks.append(data)
                     remaining -= len(data)
+                    # A segment not read to its end (next batch too big) ends the response: appending a later
+                    # segment's batches would leave a hole of offsets that clients skip.
+                    if _last_offset(data) + 1 < min(segment.next_offset, limit_offset):
+                        break
                 offset = max(offset, segment.next_offset)
             return FetchDataInfo(b"".join(chunks), self.high_watermark, self.log_start_offset)
 

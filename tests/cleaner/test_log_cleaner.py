@@ -315,3 +315,16 @@ def test_metrics_formulas(log_manager: LogManager, clock: FakeClock) -> None:
     clock.advance_ms(250)
     assert cleaner.metrics().time_since_last_run_ms == 250
     assert cleaner.metrics().cleaner_io_bytes > 0
+
+
+def test_fetch_across_segments_never_skips_the_tail_of_a_segment(log_manager: LogManager, clock: FakeClock) -> None:
+    """Cleaning leaves small batches after big ones; a fetch that cannot fit a segment's next (big) batch must
+    not continue with the next segment's (small) batches: clients would skip the offsets in between."""
+    (log,) = make_topic(log_manager, "t")
+    produce(log, [(b"small", b"s")])
+    produce(log, [(b"big", b"x" * 5000)])
+    log.roll()
+    produce(log, [(b"next", b"n")])
+    data = log.read(0, 1000).records  # room for the first batch and the next segment's, not for "big"
+    offsets = [r.offset for b in iter_batches(data) for r in b.records()]
+    assert offsets == [0]
