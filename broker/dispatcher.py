@@ -54,38 +54,28 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.FETCH: fetch.handle,
     ApiKey.LIST_OFFSETS: list_offsets.handle,
     ApiKey.METADATA: metadata.handle,
+    ApiKey.OFFSET_COMMIT: offset_commit.handle,
+    ApiKey.OFFSET_FETCH: offset_fetch.handle,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+    ApiKey.JOIN_GROUP: join_group.handle,
+    ApiKey.HEARTBEAT: heartbeat.handle,
+    ApiKey.LEAVE_GROUP: leave_group.handle,
+    ApiKey.SYNC_GROUP: sync_group.handle,
+    ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
+    ApiKey.LIST_GROUPS: list_groups.handle,
+    ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.CREATE_TOPICS: create_topics.handle,
     ApiKey.DELETE_TOPICS: delete_topics.handle,
+    ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
     ApiKey.ALTER_CONFIGS: alter_configs.handle,
     ApiKey.CREATE_PARTITIONS: create_partitions.handle,
+    ApiKey.DELETE_GROUPS: delete_groups.handle,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
+    ApiKey.OFFSET_DELETE: offset_delete.handle,
 }
-
-
-async def _api_versions(_ctx: BrokerContext, event: RequestReceived) -> Any:
-    return api_versions.handle(event)
-
-
-HANDLERS[ApiKey.API_VERSIONS] = _api_versions
-HANDLERS.update(
-    {
-        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
-        ApiKey.JOIN_GROUP: join_group.handle,
-        ApiKey.SYNC_GROUP: sync_group.handle,
-        ApiKey.HEARTBEAT: heartbeat.handle,
-        ApiKey.LEAVE_GROUP: leave_group.handle,
-        ApiKey.OFFSET_COMMIT: offset_commit.handle,
-        ApiKey.OFFSET_FETCH: offset_fetch.handle,
-        ApiKey.LIST_GROUPS: list_groups.handle,
-        ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
-        ApiKey.DELETE_GROUPS: delete_groups.handle,
-        ApiKey.OFFSET_DELETE: offset_delete.handle,
-        ApiKey.DELETE_RECORDS: delete_records.handle,
-    }
-)
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)
 assert not missing, f"advertised APIs without a handler: {missing}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from broker.context import BrokerContext
 from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
@@ -14,7 +15,7 @@ from protocol.messages import response_class
 _SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def handle(event: RequestReceived) -> Any:
+async def handle(_ctx: BrokerContext, event: RequestReceived) -> Any:
     if event.unsupported_version:
         # The client parses this as v0, then retries with our maximum (kafka-protocol-notes §3.2).
         low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
