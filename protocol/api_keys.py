@@ -1,9 +1,9 @@
 """`ApiKey` and `SUPPORTED_VERSIONS`: the one source of truth for what ApiVersions advertises.
 
 Only implemented APIs are listed (advertising an API makes clients use it). Ranges follow the recommended
-column of kafka-protocol-notes §2. Two deliberate quirks, both as Apache Kafka 4.x does:
-Produce is advertised from v0 (older librdkafka stops compressing otherwise) although only v3+ is accepted
-(the group APIs, when they land, are advertised from v0 for the same reason).
+column of kafka-protocol-notes §2. Two deliberate quirks, both as Apache Kafka 4.x does: Produce is
+advertised from v0 (older librdkafka stops compressing otherwise) although only v3+ is accepted, and
+JoinGroup/SyncGroup/Heartbeat/LeaveGroup from v0 (older librdkafka gates its group consumer on it).
 """
 
 from __future__ import annotations
