@@ -37,7 +37,9 @@ SESSION_TIMEOUT_MS = 10_000
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
 NON_EMPTY_GROUP = 68
 MEMBER_ID_REQUIRED = 79
 TRANSIENT_COORDINATOR_ERRORS = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
@@ -267,18 +269,24 @@ class RawMember:
                 return
             time.sleep(0.2)
 
-    def join(self) -> int:
-        """JoinGroup v5; retried while the coordinator is loading. Returns the error code."""
+    def join_request(self, member_id: str, *, group: str | None = None, session_timeout_ms: int = 30_000,
+                     protocol_type: str = "consumer", protocol_name: str = "range") -> Any:
+        """One JoinGroup v5 as given; the member's own state is left alone."""
         from kafka.protocol.consumer.group import JoinGroupRequest
 
         request_class = JoinGroupRequest[5]
+        return self.client.request(request_class(
+            group_id=group or self.group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30_000,
+            member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
+            protocols=[request_class.JoinGroupRequestProtocol(name=protocol_name,
+                                                              metadata=_subscription(self.topic))],
+        ))
+
+    def join(self) -> int:
+        """JoinGroup v5 as this member; retried while the coordinator is loading. Returns the error code."""
         deadline = time.monotonic() + TIMEOUT_S
         while True:
-            response = self.client.request(request_class(
-                group_id=self.group, session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
-                member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-                protocols=[request_class.JoinGroupRequestProtocol(name="range", metadata=_subscription(self.topic))],
-            ))
+            response = self.join_request(self.member_id)
             if response.error_code not in TRANSIENT_COORDINATOR_ERRORS or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -288,13 +296,14 @@ class RawMember:
             assert response.leader == self.member_id
         return int(response.error_code)
 
-    def sync(self) -> int:
+    def sync(self, generation_id: int | None = None, member_id: str | None = None) -> int:
+        """SyncGroup v3 as the leader (or with the given generation / member id), assigning partition 0."""
         from kafka.protocol.consumer.group import SyncGroupRequest
 
         request_class = SyncGroupRequest[3]
         response = self.client.request(request_class(
-            group_id=self.group, generation_id=self.generation_id, member_id=self.member_id,
-            group_instance_id=None,
+            group_id=self.group, generation_id=self.generation_id if generation_id is None else generation_id,
+            member_id=member_id or self.member_id, group_instance_id=None,
             assignments=[request_class.SyncGroupRequestAssignment(
                 member_id=self.member_id, assignment=_assignment(self.topic, [0]))],
         ))
@@ -308,7 +317,8 @@ class RawMember:
             group_instance_id=None))
         return int(response.error_code)
 
-    def commit(self, generation_id: int, member_id: str, topic: str, group: str | None = None) -> int:
+    def commit(self, generation_id: int, member_id: str, topic: str, group: str | None = None,
+               partition: int = 0) -> int:
         from kafka.protocol.consumer.group import OffsetCommitRequest
 
         request_class = OffsetCommitRequest[8]
@@ -317,35 +327,44 @@ class RawMember:
             group_id=group or self.group, generation_id_or_member_epoch=generation_id, member_id=member_id,
             group_instance_id=None,
             topics=[topic_class(name=topic, partitions=[topic_class.OffsetCommitRequestPartition(
-                partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])],
+                partition_index=partition, committed_offset=1, committed_leader_epoch=-1,
+                committed_metadata="")])],
         ))
         return int(response.topics[0].partitions[0].error_code)
 
-    def leave(self) -> int:
+    def leave(self, member_id: str | None = None, group: str | None = None) -> tuple[int, list[int]]:
+        """LeaveGroup v3: (top-level error code, per-member error codes)."""
         from kafka.protocol.consumer.group import LeaveGroupRequest
 
         request_class = LeaveGroupRequest[3]
         response = self.client.request(request_class(
-            group_id=self.group,
-            members=[request_class.MemberIdentity(member_id=self.member_id, group_instance_id=None)]))
-        return int(response.error_code)
+            group_id=group or self.group,
+            members=[request_class.MemberIdentity(member_id=member_id or self.member_id, group_instance_id=None)]))
+        return int(response.error_code), [int(member.error_code) for member in response.members]
 
 
-def observe_error_codes(bootstrap: str) -> dict[str, int]:
+def observe_error_codes(bootstrap: str) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic, group = _unique("codes"), _unique("codes-group")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=TIMEOUT_S)
-    observed: dict[str, int] = {}
+    observed: dict[str, Any] = {}
     with WireClient(bootstrap, timeout_s=TIMEOUT_S + 5) as client:
         member = RawMember(client, group, topic)
         member.find_coordinator()
         observed["join_without_member_id"] = member.join()
         assert member.member_id, "MEMBER_ID_REQUIRED must come with a member id"
         observed["join"] = member.join()
-        observed["sync"] = member.sync()
         generation, member_id = member.generation_id, member.member_id
+        observed["sync_illegal_generation"] = member.sync(generation_id=generation + 1)
+        observed["sync_unknown_member"] = member.sync(member_id="unknown-member")
+        observed["sync"] = member.sync()
+        observed["join_unknown_member"] = member.join_request("unknown-member").error_code
+        observed["join_inconsistent_protocol"] = member.join_request(
+            "", protocol_type="other", protocol_name="other").error_code
+        observed["join_session_timeout_below_minimum"] = member.join_request(
+            "", group=_unique("short-session"), session_timeout_ms=1000).error_code
         observed["heartbeat"] = member.heartbeat(generation, member_id)
         observed["heartbeat_unknown_member"] = member.heartbeat(generation, "unknown-member")
         observed["heartbeat_illegal_generation"] = member.heartbeat(generation + 1, member_id)
@@ -353,9 +372,14 @@ def observe_error_codes(bootstrap: str) -> dict[str, int]:
         observed["commit_unknown_member"] = member.commit(generation, "unknown-member", topic)
         observed["commit_illegal_generation"] = member.commit(generation + 1, member_id, topic)
         observed["commit_unknown_topic_as_member"] = member.commit(generation, member_id, "no-such-topic")
+        observed["commit_unknown_partition"] = member.commit(generation, member_id, topic, partition=7)
+        observed["commit_without_generation_to_group_with_members"] = member.commit(-1, "", topic)
         observed["commit_unknown_topic_simple"] = member.commit(-1, "", "no-such-topic", group=_unique("simple"))
         observed["commit_generation_to_unknown_group"] = member.commit(5, "m", topic, group=_unique("never-seen"))
+        observed["heartbeat_unknown_group"] = member.heartbeat(1, "m", group=_unique("never-seen"))
         observed["delete_non_empty_group"] = _admin_error_code(admin.delete_consumer_groups([group])[group])
+        observed["leave_unknown_member"] = member.leave(member_id="unknown-member")
+        observed["leave_unknown_group"] = member.leave(group=_unique("never-seen"))
         observed["leave"] = member.leave()
         observed["heartbeat_after_leave"] = member.heartbeat(generation, member_id)
         observed["delete_empty_group"] = _admin_error_code(admin.delete_consumer_groups([group])[group])
@@ -365,7 +389,12 @@ def observe_error_codes(bootstrap: str) -> dict[str, int]:
 EXPECTED_ERROR_CODES = {
     "join_without_member_id": MEMBER_ID_REQUIRED,
     "join": NONE,
+    "sync_illegal_generation": ILLEGAL_GENERATION,
+    "sync_unknown_member": UNKNOWN_MEMBER_ID,
     "sync": NONE,
+    "join_unknown_member": UNKNOWN_MEMBER_ID,
+    "join_inconsistent_protocol": INCONSISTENT_GROUP_PROTOCOL,
+    "join_session_timeout_below_minimum": INVALID_SESSION_TIMEOUT,  # group.min.session.timeout.ms = 6000
     "heartbeat": NONE,
     "heartbeat_unknown_member": UNKNOWN_MEMBER_ID,
     "heartbeat_illegal_generation": ILLEGAL_GENERATION,
@@ -373,10 +402,15 @@ EXPECTED_ERROR_CODES = {
     "commit_unknown_member": UNKNOWN_MEMBER_ID,
     "commit_illegal_generation": ILLEGAL_GENERATION,
     "commit_unknown_topic_as_member": UNKNOWN_TOPIC_OR_PARTITION,
+    "commit_unknown_partition": UNKNOWN_TOPIC_OR_PARTITION,
+    "commit_without_generation_to_group_with_members": UNKNOWN_MEMBER_ID,
     "commit_unknown_topic_simple": UNKNOWN_TOPIC_OR_PARTITION,
     "commit_generation_to_unknown_group": ILLEGAL_GENERATION,  # OffsetCommit v8; v9+ says GROUP_ID_NOT_FOUND
+    "heartbeat_unknown_group": UNKNOWN_MEMBER_ID,
     "delete_non_empty_group": NON_EMPTY_GROUP,
-    "leave": NONE,
+    "leave_unknown_member": (NONE, [UNKNOWN_MEMBER_ID]),
+    "leave_unknown_group": (NONE, [UNKNOWN_MEMBER_ID]),
+    "leave": (NONE, [NONE]),
     "heartbeat_after_leave": UNKNOWN_MEMBER_ID,
     "delete_empty_group": NONE,
 }
