@@ -17,6 +17,7 @@ Scale with `MINIKAFKA_SOAK_MESSAGES` (default 400,000: about 30 s on 2 shared CP
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import re
@@ -135,7 +136,7 @@ def test_S56_compaction_torture_latest_values_only_and_log_within_twice_live_dat
 
     records = consume_all(broker.bootstrap, topic)
     offsets = [offset for offset, _, _ in records]
-    assert all(a < b for a, b in zip(offsets, offsets[1:])), "offsets not strictly increasing"
+    assert all(a < b for a, b in itertools.pairwise(offsets)), "offsets not strictly increasing"
     consumed_keys = [key for _, key, _ in records]
     assert len(consumed_keys) == len(set(consumed_keys)), "a key appears more than once after full compaction"
     tombstones = [key for _, key, value in records if value is None]
