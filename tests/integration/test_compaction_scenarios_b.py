@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -91,7 +92,7 @@ def alter_topic(bootstrap: str, topic: str, config: dict[str, str]) -> None:
         future.result(timeout=30)
 
 
-def wire_produce(client: WireClient, topic: str, batch: bytes) -> object:
+def wire_produce(client: WireClient, topic: str, batch: bytes) -> Any:
     data = ProduceRequest.TopicProduceData
     request = ProduceRequest[9](
         transactional_id=None, acks=-1, timeout_ms=10_000,
@@ -127,7 +128,7 @@ def no_key_meter(broker: BrokerProcess) -> float | None:
 # ------------------------------------------------------------------------------------------ F. keys
 
 
-def _s31_rejection(broker: BrokerProcess, topic: str) -> object:
+def _s31_rejection(broker: BrokerProcess, topic: str) -> Any:
     create_topic(broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})
     with WireClient(broker.bootstrap) as client:
         accepted = wire_produce(client, topic, batch_of([(b"k", b"v")], CompressionType.NONE))
