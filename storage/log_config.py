@@ -8,6 +8,7 @@ Kafka's minutes/hours fallbacks) > Kafka default, then applies the cross-field r
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,6 +234,11 @@ class LogConfig:
         if self.compact and self.max_compaction_lag_ms > 0:
             return min(self.segment_ms, self.max_compaction_lag_ms)
         return self.segment_ms
+
+    def random_segment_jitter_ms(self) -> int:
+        """Kafka's randomSegmentJitter: drawn once per segment from [0, min(segment.jitter.ms, maxSegmentMs))."""
+        bound = min(self.segment_jitter_ms, self.max_segment_ms)
+        return random.randrange(bound) if bound > 0 else 0
 
     def get(self, name: str) -> Any:
         """The value of a topic config by its Kafka name."""

@@ -58,7 +58,7 @@ class LogLoader:
     def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
         return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
                           max_index_size_bytes=self.config.segment_index_bytes, suffix=suffix,
-                          created_ms=self.now_ms)
+                          rolling_jitter_ms=self.config.random_segment_jitter_ms(), created_ms=self.now_ms)
 
     # --------------------------------------------------------------- swap recovery
     def remove_temp_files_and_complete_swaps(self) -> None:

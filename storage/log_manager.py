@@ -288,10 +288,12 @@ class LogManager:
             {(log.topic, log.partition): log.log_start_offset for log in self.all_logs()})
 
     def roll_due_segments(self, now_ms: int) -> None:
-        """Time-based rolls of idle active segments, then fsync of every segment rolled since last time."""
+        """Time-based rolls of idle active segments, fsync of every segment rolled since last time, and the
+        unlinking of `.deleted` segments whose `file.delete.delay.ms` has passed."""
         for log in self.all_logs():
             log.roll_if_due(now_ms)
             log.flush_rolled_segments()
+            log.delete_pending_segments(now_ms)
 
     def enforce_retention(self, now_ms: int) -> None:
         deleted = 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import random
 import shutil
 import threading
 from collections.abc import Iterator
@@ -119,6 +118,8 @@ class UnifiedLog:
         self.recovery_point = loaded.recovery_point
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock.time_ms()
+        #: (unlink deadline, segment) of segments renamed to `.deleted`, kept for `file.delete.delay.ms`
+        self._pending_deletions: list[tuple[int, LogSegment]] = []
         self.producer_state = ProducerStateManager(self.dir, self.topic_partition)
         self._rebuild_producer_state()
 
@@ -220,10 +221,12 @@ class UnifiedLog:
 
     @staticmethod
     def _time_waited_ms(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
+        """Kafka's timeWaitedForRoll: record timestamps from the first batch's; without one (-1) the wall
+        clock since the segment was created (spec §2.11, S39)."""
         first = segment.rolling_based_timestamp
         if first is not None and first >= 0:
             return max_timestamp - first
-        return now_ms - (segment.first_append_time_ms or segment.created_ms)
+        return now_ms - segment.created_ms
 
     def roll(self) -> None:
         """Close the active segment (if it has data) and start a new one at the log end offset."""
@@ -235,10 +238,9 @@ class UnifiedLog:
             # from a background thread, makes the closed segment durable and advances the recovery point.
             active.on_becoming_inactive()
             config = self.config
-            jitter = random.randrange(min(config.segment_jitter_ms, config.max_segment_ms)) \
-                if config.segment_jitter_ms > 0 else 0
             new = LogSegment(self.dir, self._log_end_offset, index_interval_bytes=config.index_interval_bytes,
-                             max_index_size_bytes=config.segment_index_bytes, rolling_jitter_ms=jitter,
+                             max_index_size_bytes=config.segment_index_bytes,
+                             rolling_jitter_ms=config.random_segment_jitter_ms(),
                              created_ms=self.clock.time_ms())
             self._segments.append(new)
             self.producer_state.take_snapshot(self._log_end_offset, durable=False)
@@ -281,13 +283,16 @@ class UnifiedLog:
                     found = segment.translate_offset(limit_offset)
                     max_position = found[0] if found is not None else None
                 data = segment.read(offset, remaining, max_position, min_one_message and not chunks)
+                read_to_offset = offset
                 if data:
                     chunks.append(data)
                     remaining -= len(data)
-                    # A segment not read to its end (next batch too big) ends the response: appending a later
-                    # segment's batches would leave a hole of offsets that clients skip.
-                    if _last_offset(data) + 1 < min(segment.next_offset, limit_offset):
-                        break
+                    read_to_offset = _last_offset(data) + 1
+                # A segment not read to its end ends the response, also when not even its next batch fitted
+                # (data empty): appending a later segment's batches would leave a hole of offsets that clients
+                # skip, as their position moves past every batch they receive.
+                if read_to_offset < min(segment.next_offset, limit_offset):
+                    break
                 offset = max(offset, segment.next_offset)
             return FetchDataInfo(b"".join(chunks), self.high_watermark, self.log_start_offset)
 
@@ -343,8 +348,7 @@ class UnifiedLog:
             self._segments.remove(segment)
             logger.info("Deleting segment %s of %s", segment.base_offset, self.topic_partition)
             segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
-            segment.close()
-            segment.delete()
+        self._schedule_deletion(segments)
         new_start = max(self.log_start_offset, self._segments[0].base_offset)
         self._advance_log_start_offset(new_start)
 
@@ -365,7 +369,8 @@ class UnifiedLog:
     # --------------------------------------------------------------- cleaner swap
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
         """Crash-safe swap of cleaned segments (spec §2.8): `.cleaned` -> `.swap`, old -> `.deleted`,
-        `.swap` -> live, then unlink the `.deleted` files. Old segments already gone are skipped."""
+        `.swap` -> live; the `.deleted` files are unlinked after `file.delete.delay.ms`. Old segments already
+        gone are skipped."""
         with self._lock:
             present = [s for s in sorted(old_segments, key=lambda s: s.base_offset)
                        if any(s is live for live in self._segments)]
@@ -389,9 +394,40 @@ class UnifiedLog:
                 if segment.suffix == SWAP_SUFFIX:
                     segment.change_file_suffixes(SWAP_SUFFIX, "")
             fsync_dir(self.dir)
-            for segment in present:
-                segment.close()
+            self._schedule_deletion(present)
+
+    # -------------------------------------------------------- delayed deletion
+    def _schedule_deletion(self, segments: list[LogSegment]) -> None:
+        """Close `.deleted` segments and unlink them after `file.delete.delay.ms` (Kafka's asynchronous
+        segment deletion, spec §2.8 step 4). They are already out of the segment list, so no read sees them;
+        the files linger for tools and for anything that still holds them open. Caller holds the lock."""
+        deadline_ms = self.clock.time_ms() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.close()
+            self._pending_deletions.append((deadline_ms, segment))
+        if self.config.file_delete_delay_ms <= 0:
+            self.delete_pending_segments(deadline_ms)
+
+    def delete_pending_segments(self, now_ms: int | None = None) -> int:
+        """Unlink the `.deleted` segments whose delay has passed (all of them when `now_ms` is None, as at
+        shutdown); returns how many. Called by the broker's roll timer (`LogManager.roll_due_segments`)."""
+        with self._lock:
+            due = [s for deadline_ms, s in self._pending_deletions if now_ms is None or deadline_ms <= now_ms]
+            if not due:
+                return 0
+            self._pending_deletions = [(d, s) for d, s in self._pending_deletions if not any(s is x for x in due)]
+        for segment in due:
+            try:
                 segment.delete()
+            except OSError as exc:  # the next startup removes leftover `.deleted` files
+                logger.warning("Could not delete %s: %s", segment.log.path, exc)
+        return len(due)
+
+    @property
+    def pending_deletions(self) -> list[LogSegment]:
+        """Segments renamed to `.deleted` whose files have not been unlinked yet."""
+        with self._lock:
+            return [s for _, s in self._pending_deletions]
 
     # ---------------------------------------------------------------- lifecycle
     def flush_rolled_segments(self) -> None:
@@ -429,12 +465,14 @@ class UnifiedLog:
             self.producer_state.take_snapshot(self._log_end_offset)
             for segment in self._segments:
                 segment.close()
+            self.delete_pending_segments()
 
     def delete(self) -> None:
         with self._lock:
             for segment in self._segments:
                 segment.close()
             self._segments = []
+            self._pending_deletions = []
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __repr__(self) -> str:
