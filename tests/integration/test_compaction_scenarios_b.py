@@ -42,16 +42,26 @@ NO_KEY_MESSAGE = "Compacted topic cannot accept message without key in topic par
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def produce_timed(bootstrap: str, topic: str, rounds: list[list[tuple[bytes, bytes | None]]],
-                  first_timestamp_ms: int, step_ms: int = 1000) -> None:
+def produce_timed(
+    bootstrap: str,
+    topic: str,
+    rounds: list[list[tuple[bytes, bytes | None]]],
+    first_timestamp_ms: int,
+    step_ms: int = 1000,
+) -> None:
     """Produce each round as its own flush; round i is stamped first + i * step (CreateTime), so with a
     small segment.ms every round after the first rolls the active segment before it is appended."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     errors: list[str] = []
     for i, pairs in enumerate(rounds):
         for key, value in pairs:
-            producer.produce(topic, key=key, value=value, timestamp=first_timestamp_ms + i * step_ms,
-                             on_delivery=lambda err, _msg: errors.append(str(err)) if err else None)
+            producer.produce(
+                topic,
+                key=key,
+                value=value,
+                timestamp=first_timestamp_ms + i * step_ms,
+                on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
+            )
         assert producer.flush(30) == 0
     assert not errors, errors[:3]
 
@@ -61,7 +71,9 @@ def dup_rounds(keys: int, dups: int, prefix: bytes = b"key") -> list[list[tuple[
 
 
 def watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scenarios-b", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "scenarios-b", "enable.auto.commit": False}
+    )
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
         return int(low), int(high)
@@ -85,9 +97,13 @@ def log_bytes(data_dir: Path, topic: str, partition: int = 0) -> int:
 
 def alter_topic(bootstrap: str, topic: str, config: dict[str, str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in config.items()]
-    futures = admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, topic,
-                                                              incremental_configs=entries)])
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in config.items()
+    ]
+    futures = admin.incremental_alter_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)]
+    )
     for future in futures.values():
         future.result(timeout=30)
 
@@ -95,8 +111,11 @@ def alter_topic(bootstrap: str, topic: str, config: dict[str, str]) -> None:
 def wire_produce(client: WireClient, topic: str, batch: bytes) -> Any:
     data = ProduceRequest.TopicProduceData
     request = ProduceRequest[9](
-        transactional_id=None, acks=-1, timeout_ms=10_000,
-        topic_data=[data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])])
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=10_000,
+        topic_data=[data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])],
+    )
     return client.request(request).responses[0].partition_responses[0]
 
 
@@ -104,17 +123,24 @@ def wire_delete_records(client: WireClient, topic: str, offset: int) -> tuple[in
     """(error_code, low_watermark) of DeleteRecords v2 for partition 0."""
     topic_cls = DeleteRecordsRequest.DeleteRecordsTopic
     request = DeleteRecordsRequest[2](
-        topics=[topic_cls(name=topic, partitions=[topic_cls.DeleteRecordsPartition(partition_index=0,
-                                                                                   offset=offset)])],
-        timeout_ms=10_000)
+        topics=[
+            topic_cls(
+                name=topic, partitions=[topic_cls.DeleteRecordsPartition(partition_index=0, offset=offset)]
+            )
+        ],
+        timeout_ms=10_000,
+    )
     result = client.request(request).topics[0].partitions[0]
     return int(result.error_code), int(result.low_watermark)
 
 
 def batch_of(pairs: list[tuple[bytes | None, bytes | None]], codec: CompressionType) -> bytes:
     now_ms = int(time.time() * 1000)
-    return build_batch([Record(offset=i, timestamp=now_ms, key=key, value=value)
-                        for i, (key, value) in enumerate(pairs)], base_offset=0, compression=codec)
+    return build_batch(
+        [Record(offset=i, timestamp=now_ms, key=key, value=value) for i, (key, value) in enumerate(pairs)],
+        base_offset=0,
+        compression=codec,
+    )
 
 
 def no_key_meter(broker: BrokerProcess) -> float | None:
@@ -147,39 +173,53 @@ def test_S31_unkeyed_produce_to_compacted_topic_is_rejected_with_record_error(br
     assert watermarks(broker.bootstrap, topic) == (0, 1), "the rejected batch was appended"
 
 
-@pytest.mark.xfail(strict=True, reason="Produce error response carries log_start_offset -1 and the record "
-                                       "error's text instead of Kafka's summary error_message (see "
-                                       "/tmp/bugs/produce_invalid_record_response_fields.md)")
-def test_S31_rejection_reports_log_start_offset_and_kafka_summary_error_message(broker: BrokerProcess) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason="Produce error response carries log_start_offset -1 and the record "
+    "error's text instead of Kafka's summary error_message (see "
+    "/tmp/bugs/produce_invalid_record_response_fields.md)",
+)
+def test_S31_rejection_reports_log_start_offset_and_kafka_summary_error_message(
+    broker: BrokerProcess,
+) -> None:
     response = _s31_rejection(broker, "s31fields")
     assert response.error_code == ErrorCode.INVALID_RECORD
     assert response.error_message is not None and response.error_message.startswith(
-        "One or more records have been rejected due to 1 record errors in total"), response.error_message
+        "One or more records have been rejected due to 1 record errors in total"
+    ), response.error_message
     assert response.log_start_offset == 0
 
 
-@pytest.mark.xfail(strict=True, reason="NoKeyCompactedTopicRecordsPerSec is not exported by the broker "
-                                       "(see /tmp/bugs/no_key_compacted_topic_records_meter.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="NoKeyCompactedTopicRecordsPerSec is not exported by the broker "
+    "(see /tmp/bugs/no_key_compacted_topic_records_meter.md)",
+)
 def test_S31_no_key_compacted_topic_records_meter_counts_each_rejected_record(broker: BrokerProcess) -> None:
     topic = "s31meter"
     create_topic(broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})
     before = no_key_meter(broker) or 0.0
     with WireClient(broker.bootstrap) as client:
-        response = wire_produce(client, topic, batch_of([(None, b"a"), (b"k", b"b"), (None, b"c")],
-                                                        CompressionType.NONE))
+        response = wire_produce(
+            client, topic, batch_of([(None, b"a"), (b"k", b"b"), (None, b"c")], CompressionType.NONE)
+        )
     assert response.error_code == ErrorCode.INVALID_RECORD
     after = no_key_meter(broker)
     assert after is not None, "no NoKeyCompactedTopicRecordsPerSec metric on /metrics"
     assert after - before == 2  # marked once per offending record
 
 
-@pytest.mark.parametrize(("codec", "pairs", "bad_index"), [
-    (CompressionType.GZIP, [(b"k", b"v"), (None, b"no key")], 1),
-    (CompressionType.NONE, [(None, b"no key"), (b"k", b"v")], 0),
-], ids=["gzip-keyed-then-unkeyed", "none-unkeyed-then-keyed"])
+@pytest.mark.parametrize(
+    ("codec", "pairs", "bad_index"),
+    [
+        (CompressionType.GZIP, [(b"k", b"v"), (None, b"no key")], 1),
+        (CompressionType.NONE, [(None, b"no key"), (b"k", b"v")], 0),
+    ],
+    ids=["gzip-keyed-then-unkeyed", "none-unkeyed-then-keyed"],
+)
 def test_S32_mixed_batch_rejected_whole_with_the_record_index(
-        broker: BrokerProcess, codec: CompressionType, pairs: list[tuple[bytes | None, bytes]],
-        bad_index: int) -> None:
+    broker: BrokerProcess, codec: CompressionType, pairs: list[tuple[bytes | None, bytes]], bad_index: int
+) -> None:
     topic = "s32"
     create_topic(broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})
     with WireClient(broker.bootstrap) as client:
@@ -190,8 +230,11 @@ def test_S32_mixed_batch_rejected_whole_with_the_record_index(
         assert response.record_errors[0].batch_index_error_message.startswith(f"{NO_KEY_MESSAGE} {topic}-0")
         assert watermarks(broker.bootstrap, topic) == (0, 0), "part of the rejected batch was appended"
         # An empty key is a key and a tombstone is fine: the same codec with every record keyed is accepted.
-        fixed = wire_produce(client, topic, batch_of([(k if k is not None else b"", v) for k, v in pairs] +
-                                                     [(b"gone", None)], codec))
+        fixed = wire_produce(
+            client,
+            topic,
+            batch_of([(k if k is not None else b"", v) for k, v in pairs] + [(b"gone", None)], codec),
+        )
         assert fixed.error_code == 0 and fixed.base_offset == 0 and not fixed.record_errors
     assert watermarks(broker.bootstrap, topic) == (0, 3)
 
@@ -202,8 +245,12 @@ def test_S32_mixed_batch_rejected_whole_with_the_record_index(
 def test_S48_compact_delete_retention_runs_on_cleaner_threads(broker_factory: BrokerFactory) -> None:
     broker = broker_factory(FAST_CLEANER)
     topic = "s48"
-    create_topic(broker.bootstrap, topic, 1, {**COMPACTED, "cleanup.policy": "compact,delete",
-                                              "retention.ms": "3600000"})
+    create_topic(
+        broker.bootstrap,
+        topic,
+        1,
+        {**COMPACTED, "cleanup.policy": "compact,delete", "retention.ms": "3600000"},
+    )
     old_ms = int(time.time() * 1000) - 200_000  # older than the retention.ms we switch to below
     produce_timed(broker.bootstrap, topic, dup_rounds(100, 3), old_ms)
     start_size = log_bytes(broker.data_dir, topic)
@@ -215,8 +262,11 @@ def test_S48_compact_delete_retention_runs_on_cleaner_threads(broker_factory: Br
     # Every closed segment is now older than retention.ms: the cleaner's retention pass (not the 1 h
     # retention task) must move the log start offset to the log end within a few backoffs.
     alter_topic(broker.bootstrap, topic, {"retention.ms": "100000"})
-    took_s = wait_for(lambda: watermarks(broker.bootstrap, topic)[0] == 300, 20,
-                      "retention of the expired compacted segments")
+    took_s = wait_for(
+        lambda: watermarks(broker.bootstrap, topic)[0] == 300,
+        20,
+        "retention of the expired compacted segments",
+    )
     assert took_s < 10, f"retention took {took_s:.1f}s"
     wait_for(lambda: len(log_files(broker.data_dir, topic)) == 1, 10, "one segment left")
     assert "s48-0" in broker.read_log() and "Deleting segment" in broker.read_log()
@@ -226,24 +276,31 @@ def test_S48_compact_delete_retention_runs_on_cleaner_threads(broker_factory: Br
     wait_for(lambda: checkpoint_of(broker.data_dir, topic) == 360, 30, "compaction of the new records")
     records = consume_all(broker.bootstrap, topic)
     assert [(offset, key, value) for offset, key, value in records] == [
-        (340 + k, b"new-%03d" % k, b"v2-%03d" % k) for k in range(20)]
+        (340 + k, b"new-%03d" % k, b"v2-%03d" % k) for k in range(20)
+    ]
     assert watermarks(broker.bootstrap, topic) == (300, 360)
 
 
 def test_S49_compact_only_ignores_time_and_size_retention_and_refuses_delete_records(
-        broker_factory: BrokerFactory) -> None:
+    broker_factory: BrokerFactory,
+) -> None:
     broker = broker_factory(FAST_CLEANER)
     topic = "s49"
     create_topic(broker.bootstrap, topic, 1, {**COMPACTED, "retention.ms": "100000", "retention.bytes": "1"})
     produce_timed(broker.bootstrap, topic, dup_rounds(100, 3), int(time.time() * 1000) - 200_000)
     wait_for(lambda: checkpoint_of(broker.data_dir, topic) == 300, 30, "compaction of all 300 records")
     # Each cleaner loop iteration runs retention after cleaning; give it many iterations (20 backoffs).
-    wait_for(lambda: scrape(broker)[("kafka_log_logcleanermanager_time_since_last_run_ms", ())] < 1000, 10,
-             "a recent cleaner run")
+    wait_for(
+        lambda: scrape(broker)[("kafka_log_logcleanermanager_time_since_last_run_ms", ())] < 1000,
+        10,
+        "a recent cleaner run",
+    )
     time.sleep(2.0)
     assert watermarks(broker.bootstrap, topic) == (0, 300), "a compact-only topic was deleted by age or size"
     records = consume_all(broker.bootstrap, topic)
-    assert [(key, value) for _, key, value in records] == [(b"key-%03d" % k, b"v2-%03d" % k) for k in range(100)]
+    assert [(key, value) for _, key, value in records] == [
+        (b"key-%03d" % k, b"v2-%03d" % k) for k in range(100)
+    ]
     with WireClient(broker.bootstrap) as client:
         error_code, low_watermark = wire_delete_records(client, topic, 150)
     assert error_code == ErrorCode.POLICY_VIOLATION == 44
@@ -252,19 +309,27 @@ def test_S49_compact_only_ignores_time_and_size_retention_and_refuses_delete_rec
 
 
 def test_S50_cleaner_disabled_no_compaction_and_no_retention_of_compacted_topics(
-        broker_factory: BrokerFactory) -> None:
-    broker = broker_factory({**FAST_CLEANER, "log.cleaner.enable": "false",
-                             "log.retention.check.interval.ms": "200"})
+    broker_factory: BrokerFactory,
+) -> None:
+    broker = broker_factory(
+        {**FAST_CLEANER, "log.cleaner.enable": "false", "log.retention.check.interval.ms": "200"}
+    )
     old_ms = int(time.time() * 1000) - 200_000
     expiring = {"retention.ms": "100000", "segment.ms": "100"}
-    create_topic(broker.bootstrap, "s50-compact-delete", 1, {**COMPACTED, **expiring,
-                                                            "cleanup.policy": "compact,delete"})
+    create_topic(
+        broker.bootstrap,
+        "s50-compact-delete",
+        1,
+        {**COMPACTED, **expiring, "cleanup.policy": "compact,delete"},
+    )
     create_topic(broker.bootstrap, "s50-compact", 1, COMPACTED)
     create_topic(broker.bootstrap, "s50-delete", 1, {**expiring, "cleanup.policy": "delete"})
     for topic in ("s50-compact-delete", "s50-compact", "s50-delete"):
         produce_timed(broker.bootstrap, topic, dup_rounds(100, 3), old_ms)
     # The retention task does run (every 200 ms): the delete topic loses every expired segment ...
-    wait_for(lambda: watermarks(broker.bootstrap, "s50-delete")[0] == 300, 20, "retention of the delete topic")
+    wait_for(
+        lambda: watermarks(broker.bootstrap, "s50-delete")[0] == 300, 20, "retention of the delete topic"
+    )
     # ... and has had several more chances at the compacted ones, which it must skip (spec §2.12).
     time.sleep(1.5)
     assert watermarks(broker.bootstrap, "s50-compact-delete") == (0, 300), "compact,delete topic was deleted"

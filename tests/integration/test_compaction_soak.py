@@ -50,7 +50,9 @@ BrokerFactory = Callable[..., BrokerProcess]
 
 @dataclass
 class ProducerLedger:
-    """Acknowledged operations of one producer thread: key -> (offset, value or None). Owned by that thread."""
+    """Acknowledged operations of one producer thread: key -> (offset, value or None).
+
+    Owned by that thread (its delivery callbacks run in its own poll/flush)."""
 
     latest: dict[bytes, tuple[int, bytes | None]] = field(default_factory=dict)
     acked: int = 0
@@ -67,10 +69,20 @@ class ProducerLedger:
             self.latest[key] = (offset, msg.value())
 
 
-def run_producer(bootstrap: str, topic: str, index: int, count: int, keys: int, ledger: ProducerLedger) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "batch.size": 64 * 1024, "queue.buffering.max.messages": 200_000,
-                         "message.timeout.ms": 120_000})
+def run_producer(
+    bootstrap: str, topic: str, index: int, count: int, keys: int, ledger: ProducerLedger
+) -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.size": 64 * 1024,
+            "queue.buffering.max.messages": 200_000,
+            "message.timeout.ms": 120_000,
+        }
+    )
     rng = random.Random(index)
     for i in range(count):
         key = b"key-%07d" % rng.randrange(keys)
@@ -89,23 +101,37 @@ def run_producer(bootstrap: str, topic: str, index: int, count: int, keys: int, 
 
 
 def test_S56_compaction_torture_latest_values_only_and_log_within_twice_live_data(
-        broker_factory: BrokerFactory) -> None:
-    broker = broker_factory({
-        "log.cleaner.backoff.ms": "100",
-        "minikafka.log.roll.check.interval.ms": "100",
-        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
-    })
+    broker_factory: BrokerFactory,
+) -> None:
+    broker = broker_factory(
+        {
+            "log.cleaner.backoff.ms": "100",
+            "minikafka.log.roll.check.interval.ms": "100",
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        }
+    )
     topic = "soak"
     keys = max(MESSAGES // DUPLICATES, 1)
-    create_topic(broker.bootstrap, topic, 1, {
-        "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES), "min.cleanable.dirty.ratio": "0.1",
-        "delete.retention.ms": str(DELETE_RETENTION_MS), "max.compaction.lag.ms": str(MAX_COMPACTION_LAG_MS)})
+    create_topic(
+        broker.bootstrap,
+        topic,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(SEGMENT_BYTES),
+            "min.cleanable.dirty.ratio": "0.1",
+            "delete.retention.ms": str(DELETE_RETENTION_MS),
+            "max.compaction.lag.ms": str(MAX_COMPACTION_LAG_MS),
+        },
+    )
 
     started = time.monotonic()
     ledgers = [ProducerLedger() for _ in range(PRODUCERS)]
     per_producer = MESSAGES // PRODUCERS
-    threads = [threading.Thread(target=run_producer, args=(broker.bootstrap, topic, i, per_producer, keys, ledger))
-               for i, ledger in enumerate(ledgers)]
+    threads = [
+        threading.Thread(target=run_producer, args=(broker.bootstrap, topic, i, per_producer, keys, ledger))
+        for i, ledger in enumerate(ledgers)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -126,12 +152,15 @@ def test_S56_compaction_torture_latest_values_only_and_log_within_twice_live_dat
     deleted = {key for key, (_offset, value) in latest.items() if value is None}
     assert deleted, "the key space should end with some keys deleted"
 
-    # Quiet partition: it rolls after max.compaction.lag.ms, is cleaned to its end, and a horizon round removes
-    # the tombstones once delete.retention.ms has passed.
+    # Quiet partition: it rolls after max.compaction.lag.ms, is cleaned to its end, and a horizon round
+    # removes the tombstones once delete.retention.ms has passed.
     labels = (("partition", "0"), ("topic", topic))
     wait_for(lambda: checkpoint_of(broker.data_dir, topic) == produced, 60, "cleaning up to the log end")
-    wait_for(lambda: scrape(broker).get(("minikafka_log_cleaner_tombstones_pending", labels)) == 0, 30,
-             "removal of the tombstones past their horizon")
+    wait_for(
+        lambda: scrape(broker).get(("minikafka_log_cleaner_tombstones_pending", labels)) == 0,
+        30,
+        "removal of the tombstones past their horizon",
+    )
     settle_s = time.monotonic() - started - produce_s
 
     records = consume_all(broker.bootstrap, topic)
@@ -144,23 +173,38 @@ def test_S56_compaction_torture_latest_values_only_and_log_within_twice_live_dat
     consumed = {key: value for _, key, value in records if key is not None}
     assert not deleted & consumed.keys(), f"{len(deleted & consumed.keys())} deleted keys came back"
     assert consumed.keys() == live.keys(), (
-        f"missing {len(live.keys() - consumed.keys())} live keys, {len(consumed.keys() - live.keys())} extra")
+        f"missing {len(live.keys() - consumed.keys())} live keys, {len(consumed.keys() - live.keys())} extra"
+    )
     wrong = [key for key, value in live.items() if consumed[key] != value]
     assert not wrong, f"{len(wrong)} keys with a value other than their latest, e.g. {wrong[:3]}"
-    assert [(offset, key) for offset, key, _ in records] == sorted(
-        (latest[key][0], key) for key in live), "a live value is not at its original offset"
+    assert [(offset, key) for offset, key, _ in records] == sorted((latest[key][0], key) for key in live), (
+        "a live value is not at its original offset"
+    )
 
     log_dir = broker.data_dir / f"{topic}-0"
     on_disk_bytes = sum(path.stat().st_size for path in log_dir.glob("*.log"))
-    live_bytes = len(build_batch([Record(offset=i, timestamp=0, key=key, value=value)
-                                  for i, (_, key, value) in enumerate(records)], base_offset=0))
+    live_bytes = len(
+        build_batch(
+            [
+                Record(offset=i, timestamp=0, key=key, value=value)
+                for i, (_, key, value) in enumerate(records)
+            ],
+            base_offset=0,
+        )
+    )
     samples = scrape(broker)
-    print(f"\nS56: {produced:,} records ({PRODUCERS} producers, {keys:,} keys, {PERCENT_DELETES}% deletes) "
-          f"produced in {produce_s:.1f}s ({produced / produce_s:,.0f} rec/s); cleaned to the end and tombstones "
-          f"gone {settle_s:.1f}s later; {len(re.findall(r'cleaned log soak-0', broker.read_log()))} cleaning "
-          f"rounds ({rounds_while_producing} while producing); live keys {len(live):,}, deleted {len(deleted):,}; "
-          f"log {on_disk_bytes:,} B on disk vs {live_bytes:,} B live ({on_disk_bytes / live_bytes:.2f}x), "
-          f"{len(list(log_dir.glob('*.log')))} segments")
-    assert on_disk_bytes <= 2 * live_bytes, f"log {on_disk_bytes} B is more than twice its live data {live_bytes} B"
+    print(
+        f"\nS56: {produced:,} records ({PRODUCERS} producers, {keys:,} keys, {PERCENT_DELETES}% deletes) "
+        f"produced in {produce_s:.1f}s ({produced / produce_s:,.0f} rec/s); cleaned to the end and "
+        f"tombstones gone {settle_s:.1f}s later; {len(re.findall(r'cleaned log soak-0', broker.read_log()))} "
+        f"cleaning "
+        f"rounds ({rounds_while_producing} while producing); live keys {len(live):,}, "
+        f"deleted {len(deleted):,}; "
+        f"log {on_disk_bytes:,} B on disk vs {live_bytes:,} B live ({on_disk_bytes / live_bytes:.2f}x), "
+        f"{len(list(log_dir.glob('*.log')))} segments"
+    )
+    assert on_disk_bytes <= 2 * live_bytes, (
+        f"log {on_disk_bytes} B is more than twice its live data {live_bytes} B"
+    )
     assert samples[("kafka_log_logcleaner_deadthreadcount", ())] == 0
     assert "uncleanable" not in broker.read_log().lower()
