@@ -126,7 +126,7 @@ _STATS = re.compile(
     r"\tIndexed (?P<map_mb>[\d,.]+) MB in (?P<index_secs>[\d,.]+) seconds.*\n"
     r"(?:.*\n)*?"
     r"\tStart size: [\d,.]+ MB \((?P<read_msgs>[\d,]+) messages\)\n"
-    r"\tEnd size: (?P<written_mb>[\d,.]+) MB \((?P<written_msgs>[\d,]+) messages\)",
+    r"\tEnd size: (?P<written_mb>[\d,.]+) MB \((?P<written_msgs>[\d,]+) messages\)(?:\n\t.*% size reduction.*)?",
     re.MULTILINE,
 )
 _BEGIN = re.compile(r"^\[(?P<ts>[\d\- :,]+)\] INFO .*Beginning cleaning of log (?P<tp>\S+?)\.?\s", re.MULTILINE)

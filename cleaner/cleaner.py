@@ -25,9 +25,9 @@ from typing import NamedTuple, Protocol
 from cleaner.cleaner_stats import CleanerStats
 from cleaner.log_to_clean import segments_overlapping
 from cleaner.offset_map import OffsetMap
+from cleaner.record_codec import RecordLike, decode_records, encode_batch
 from cleaner.transaction_metadata import AbortedTransaction, CleanedTransactionMetadata
-from protocol.records import CompressionType, Record, RecordBatch, TimestampType
-from protocol.records.builder import build_batch
+from protocol.records import RecordBatch, TimestampType
 from storage.clock import Clock
 from storage.log_segment import CLEANED_SUFFIX, LogSegment
 
@@ -326,30 +326,16 @@ class Cleaner:
             return None
         marker_for_empty_transaction = can_discard and is_control
 
-        records = list(batch.records())
+        records = decode_records(batch)
         stats.messages_read += len(records)
-        retained: list[Record] = []
+        retained: Sequence[RecordLike] = ()
         contains_tombstones = False
         if not discard_records:
             if is_control:
                 retained = records
             else:
-                offset_map = self.offset_map
-                latest_offset, get = offset_map.latest_offset, offset_map.get
-                retain_deletes = horizon_ms is None or now_ms < horizon_ms
-                for record in records:
-                    key = record.key
-                    if record.offset > latest_offset:
-                        keep = True
-                    elif key is None:
-                        stats.invalid_messages_read += 1
-                        keep = False
-                    else:
-                        keep = record.offset >= get(key) and (record.value is not None or retain_deletes)
-                    if keep:
-                        retained.append(record)
-                        if record.value is None:
-                            contains_tombstones = True
+                retained, contains_tombstones = self._retained_records(
+                    batch, records, horizon_ms is None or now_ms < horizon_ms, stats)
 
         if retained:
             stats.messages_written += len(retained)
@@ -361,6 +347,32 @@ class Cleaner:
         if retention is BatchRetention.RETAIN_EMPTY:
             return self._rebuild(batch, [], None)
         return None
+
+    def _retained_records(self, batch: RecordBatch, records: Sequence[RecordLike], retain_deletes: bool,
+                          stats: CleanerStats) -> tuple[Sequence[RecordLike], bool]:
+        """The records of a data batch that survive, and whether a tombstone is among them."""
+        latest_offset = self.offset_map.latest_offset
+        if batch.base_offset > latest_offset:  # beyond the mapped range: everything is kept
+            return records, any(record.value is None for record in records)
+        found = iter(self.offset_map.get_many(
+            [record.key for record in records if record.key is not None and record.offset <= latest_offset]))
+        retained: list[RecordLike] = []
+        keep_record = retained.append
+        contains_tombstones = False
+        for record in records:
+            offset = record.offset
+            if offset > latest_offset:
+                keep = True
+            elif record.key is None:
+                stats.invalid_messages_read += 1
+                continue
+            else:
+                keep = offset >= next(found) and (record.value is not None or retain_deletes)
+            if keep:
+                keep_record(record)
+                if record.value is None:
+                    contains_tombstones = True
+        return retained, contains_tombstones
 
     @staticmethod
     def _batch_retention(batch: RecordBatch, discard_records: bool, producers: Mapping[int, LastProducerRecord],
@@ -381,22 +393,8 @@ class Cleaner:
         return BatchRetention.DELETE if discard_records else BatchRetention.DELETE_EMPTY
 
     @staticmethod
-    def _rebuild(batch: RecordBatch, retained: list[Record], delete_horizon_ms: int | None) -> bytes:
+    def _rebuild(batch: RecordBatch, retained: Sequence[RecordLike], delete_horizon_ms: int | None) -> bytes:
         """Same codec, producer fields, flags, base offset and last offset delta as the stored batch."""
         log_append_time = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
-        return build_batch(
-            retained,
-            base_offset=batch.base_offset,
-            compression=batch.compression_type if retained else CompressionType.NONE,
-            timestamp_type=batch.timestamp_type,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            is_transactional=batch.is_transactional,
-            is_control=batch.is_control,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            delete_horizon_ms=delete_horizon_ms,
-            last_offset_delta=batch.last_offset_delta,
-            max_timestamp=batch.max_timestamp if log_append_time or not retained else None,
-        )
-
+        return encode_batch(batch, retained, delete_horizon_ms,
+                            batch.max_timestamp if log_append_time or not retained else None)

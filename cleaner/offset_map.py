@@ -262,6 +262,41 @@ class OffsetMap:
         self.collisions += probes
         return -1
 
+    def get_many(self, keys: Iterable[bytes]) -> list[int]:
+        """`[get(key) for key in keys]` in one call (the recopy pass looks up a batch's keys at once)."""
+        table = self._table
+        slots = self.slots
+        table_length = self._table_length
+        base = self._base_offset
+        digest = blake2b
+        unpack = _unpack_digest
+        found: list[int] = []
+        append = found.append
+        lookups = 0
+        collisions = 0
+        for key in keys:
+            lookups += 1
+            high, low, home = unpack(digest(key, digest_size=16).digest())
+            high = high or 1
+            index = ((home * slots) >> 32) << 1
+            stored = table[index]
+            while stored != 0:
+                if stored == high:
+                    word = table[index + 1]
+                    if (word & _LOW_MASK) == low:
+                        append(base + (word >> 32))
+                        break
+                collisions += 1
+                index += 2
+                if index == table_length:
+                    index = 0
+                stored = table[index]
+            else:
+                append(-1)
+        self.lookups += lookups
+        self.collisions += collisions
+        return found
+
     def __repr__(self) -> str:
         return (
             f"OffsetMap(slots={self.slots}, capacity={self.capacity}, size={self.size}, "

@@ -1,0 +1,81 @@
+"""The recopy pass's fast codec (cleaner.record_codec) and OffsetMap.get_many against their reference paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleaner.offset_map import OffsetMap
+from cleaner.record_codec import decode_records, encode_batch
+from protocol.records import CompressionType, Record, RecordBatch, TimestampType
+from protocol.records.builder import build_batch, build_control_batch
+
+
+def _stored(compression: CompressionType, timestamp_type: TimestampType = TimestampType.CREATE_TIME) -> RecordBatch:
+    records = [
+        Record(100, 1_000, b"a", b"1", (("h", b"x"),)),
+        Record(101, 1_005, b"b", None),
+        Record(103, 990, None, b"3"),
+        Record(104, 1_002, b"c", b"4" * 300),
+    ]
+    return RecordBatch(build_batch(
+        records, base_offset=100, compression=compression, timestamp_type=timestamp_type, producer_id=7,
+        producer_epoch=2, base_sequence=11, partition_leader_epoch=5, last_offset_delta=6,
+        max_timestamp=5_000 if timestamp_type == TimestampType.LOG_APPEND_TIME else None))
+
+
+@pytest.mark.parametrize("compression", list(CompressionType))
+@pytest.mark.parametrize("horizon_ms", [None, 86_400_000])
+@pytest.mark.parametrize("pick", [slice(None), slice(1, 2), slice(1, None), slice(0, 0)])
+def test_encode_batch_matches_build_batch_byte_for_byte(
+    compression: CompressionType, horizon_ms: int | None, pick: slice
+) -> None:
+    batch = _stored(compression)
+    decoded = list(decode_records(batch))
+    reference = list(batch.records())
+    assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in decoded] == [
+        (r.offset, r.timestamp, r.key, r.value, r.headers) for r in reference]
+    retained = reference[pick]
+    expected = build_batch(
+        retained, base_offset=batch.base_offset,
+        compression=batch.compression_type if retained else CompressionType.NONE,
+        timestamp_type=batch.timestamp_type, producer_id=7, producer_epoch=2, base_sequence=11,
+        partition_leader_epoch=5, delete_horizon_ms=horizon_ms, last_offset_delta=6,
+        max_timestamp=None if retained else batch.max_timestamp)
+    got = encode_batch(batch, decoded[pick], horizon_ms, None if retained else batch.max_timestamp)
+    if compression == CompressionType.NONE or not retained:
+        assert got == expected
+    rebuilt = RecordBatch(got)
+    rebuilt.ensure_valid()
+    assert list(rebuilt.records()) == list(RecordBatch(expected).records())
+    assert rebuilt.delete_horizon_ms == horizon_ms
+    assert (rebuilt.base_timestamp, rebuilt.max_timestamp) == (
+        RecordBatch(expected).base_timestamp, RecordBatch(expected).max_timestamp)
+
+
+def test_encode_batch_log_append_time_and_control() -> None:
+    batch = _stored(CompressionType.NONE, TimestampType.LOG_APPEND_TIME)
+    decoded = list(decode_records(batch))
+    assert {r.timestamp for r in decoded} == {5_000}
+    got = RecordBatch(encode_batch(batch, decoded[:2], 9_000, batch.max_timestamp))
+    assert got.timestamp_type == TimestampType.LOG_APPEND_TIME and got.max_timestamp == 5_000
+    assert [r.timestamp for r in got.records()] == [5_000, 5_000]
+    marker = RecordBatch(build_control_batch(base_offset=9, producer_id=3, producer_epoch=1, commit=True,
+                                             coordinator_epoch=0, timestamp_ms=77))
+    stamped = RecordBatch(encode_batch(marker, list(decode_records(marker)), 1_234, None))
+    assert stamped.is_control and stamped.is_transactional and stamped.delete_horizon_ms == 1_234
+    assert [(r.key, r.value) for r in stamped.records()] == [(r.key, r.value) for r in marker.records()]
+
+
+def test_get_many_equals_get_and_counts_lookups() -> None:
+    offset_map = OffsetMap(64 * 16, 0.9)
+    keys = [b"k%d" % i for i in range(50)]
+    for offset, key in enumerate(keys):
+        offset_map.put(key, 1_000 + offset)
+    probe = keys + [b"absent-%d" % i for i in range(20)]
+    before = (offset_map.lookups, offset_map.collisions)
+    many = offset_map.get_many(probe)
+    after_many = (offset_map.lookups - before[0], offset_map.collisions - before[1])
+    single = [offset_map.get(key) for key in probe]
+    assert many == single == [1_000 + i for i in range(50)] + [-1] * 20
+    assert after_many == (offset_map.lookups - before[0] - after_many[0],
+                          offset_map.collisions - before[1] - after_many[1])
