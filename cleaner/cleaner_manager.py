@@ -78,18 +78,21 @@ class LogCleanerManager:
 
     # -------------------------------------------------------------- checkpoint
     def read_checkpoints(self) -> dict[TopicPartition, int]:
+        """The checkpoint entries; a malformed file takes the log dir offline (spec §2.9, S47) and reads as
+        no entries."""
+        if self.log_manager.offline_reason is not None:
+            return {}
         try:
             return self.log_manager.cleaner_offset_checkpoint.read()
         except KafkaStorageError as exc:
-            # Kafka takes the dir offline; we have one dir, so we clean as if no checkpoint existed.
-            logger.error("Cannot read the cleaner checkpoint, cleaning from log start: %s", exc)
+            self.log_manager.mark_log_dir_offline(str(exc))
             return {}
 
     def update_checkpoints(self, updates: dict[TopicPartition, int]) -> None:
         """Merge `updates` into the checkpoint file, dropping partitions this broker no longer hosts."""
-        if not updates:
+        if not updates or self.log_manager.offline_reason is not None:
             return
-        with self._cond:
+        with self._cond, self.log_manager.cleaner_checkpoint_lock:
             hosted = {(log.topic, log.partition) for log in self.log_manager.all_logs()}
             offsets = {tp: o for tp, o in self.read_checkpoints().items() if tp in hosted}
             offsets.update({tp: o for tp, o in updates.items() if tp in hosted})
@@ -119,7 +122,8 @@ class LogCleanerManager:
         checkpoints = self.read_checkpoints()
         with self._cond:
             self.time_of_last_run_ms = now_ms
-            logs = {(log.topic, log.partition): log for log in self.log_manager.all_logs()}
+            logs = {(log.topic, log.partition): log for log in self.log_manager.all_logs()
+                    if log.offline_reason is None}
             self._drop_marks_of_missing(logs)
             views = [self.view_of(log, checkpoints, now_ms) for log in logs.values()]
             result = grab_filthiest_compacted_log(views, now_ms)
@@ -148,7 +152,8 @@ class LogCleanerManager:
             chosen = []
             for log in self.log_manager.all_logs():
                 tp = (log.topic, log.partition)
-                if log.config.compact and tp not in self._states and tp not in self._uncleanable:
+                if log.config.compact and tp not in self._states and tp not in self._uncleanable \
+                        and log.offline_reason is None:
                     self._states[tp] = (CleaningState.IN_PROGRESS, 0)
                     chosen.append(log)
             return chosen

@@ -151,6 +151,32 @@ class LogCleaner:
                 worker.thread.join(timeout_s)
         self._running = False
 
+    def validate_reconfiguration(self, new_config: CleanerConfig) -> None:
+        """Kafka's LogCleaner.validateReconfiguration: `log.cleaner.threads` may change dynamically only
+        within half to double the current count, and never to 0 (InvalidConfigError otherwise)."""
+        current, wanted = self.config.threads, new_config.threads
+        if wanted < 1:
+            raise InvalidConfigError(f"Log cleaner threads should be at least 1, got {wanted}")
+        if wanted < current / 2:
+            raise InvalidConfigError(f"Log cleaner threads cannot be reduced to less than half the current "
+                                     f"value {current}")
+        if wanted > current * 2:
+            raise InvalidConfigError(f"Log cleaner threads cannot be increased to more than double the current "
+                                     f"value {current}")
+        new_config.validate()
+
+    def reconfigure(self, new_config: CleanerConfig) -> None:
+        """Dynamic cleaner config (Kafka's LogCleaner.reconfigure): stop every thread, apply the config, start
+        fresh threads. This is also what revives dead threads (`DeadThreadCount` drops to 0)."""
+        self.validate_reconfiguration(new_config)
+        was_running = self._running
+        self.shutdown()
+        self.config = new_config
+        self.throttler.desired_rate_per_sec = new_config.io_max_bytes_per_second  # KAFKA-13996
+        self.workers = [CleanerThread(i) for i in range(new_config.threads)]
+        if was_running:
+            self.startup()
+
     def _cleaner_for(self, worker: CleanerThread) -> Cleaner:
         if worker.cleaner is None:
             offset_map = OffsetMap(self.config.dedupe_buffer_bytes_per_thread, self.config.io_buffer_load_factor)

@@ -86,12 +86,15 @@ class FileRecords:
         return base_offset, size, base_offset + last_offset_delta
 
     def batches(
-        self, start_position: int = 0, end_position: int | None = None
+        self, start_position: int = 0, end_position: int | None = None, *, allow_torn_tail: bool = False
     ) -> Iterator[tuple[int, RecordBatch]]:
-        """(position, batch) for each whole batch from `start_position`; stops at a partial/torn tail.
+        """(position, batch) for each whole batch from `start_position`.
 
         Reads in chunks of about 1 MiB; a batch larger than the chunk is read on its own. Raises
-        CorruptMessageError if a batch length is smaller than the v2 header.
+        CorruptMessageError if a batch length is smaller than the v2 header, or if a batch's length runs past
+        the end of the file: appends are whole batches, so outside crash recovery that is corruption (spec S52:
+        the cleaner must mark the partition uncleanable rather than drop the rest of the segment). With
+        `allow_torn_tail` (loading after a crash) the iteration just stops there.
         """
         end = self._size if end_position is None else min(end_position, self._size)
         position = start_position
@@ -109,11 +112,20 @@ class FileRecords:
                 offset += size
             if offset == 0:
                 batch = self.read_batch(position)
-                if batch is None or position + batch.size_bytes > end:
+                if batch is None:
+                    if allow_torn_tail:
+                        return
+                    _, length = _LENGTH.unpack(self.read(position, LOG_OVERHEAD))
+                    raise CorruptMessageError(
+                        f"batch of {length + LOG_OVERHEAD} bytes at position {position} of {self.path} is "
+                        f"larger than the {self._size - position} bytes left in the file")
+                if position + batch.size_bytes > end:
                     return
                 yield position, batch
                 offset = batch.size_bytes
             position += offset
+        if not allow_torn_tail and end_position is None and position < end:
+            raise CorruptMessageError(f"{end - position} trailing bytes at position {position} of {self.path}")
 
     def truncate_to(self, size_bytes: int) -> None:
         if size_bytes < self._size:

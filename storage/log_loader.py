@@ -90,7 +90,7 @@ class LogLoader:
                 records = FileRecords(path)
                 next_offset = base
                 try:
-                    for _, batch in records.batches():
+                    for _, batch in records.batches(allow_torn_tail=True):
                         next_offset = batch.next_offset
                 finally:
                     records.close()

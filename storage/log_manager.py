@@ -93,6 +93,10 @@ class LogManager:
         self._recovery_checkpoint = OffsetCheckpointFile(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         self._log_start_checkpoint = OffsetCheckpointFile(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
         self.cleaner_offset_checkpoint = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
+        #: serialises read-modify-write cycles of `cleaner_offset_checkpoint` (cleaner threads, topic deletion)
+        self.cleaner_checkpoint_lock = threading.RLock()
+        #: why the log dir was taken offline (Kafka's offline log dir), None while it is online
+        self.offline_reason: str | None = None
         self._producer_ids: ProducerIdManager | None = None
         self.started = False
 
@@ -212,6 +216,33 @@ class LogManager:
             target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             log.dir.rename(target)
             shutil.rmtree(target, ignore_errors=True)
+        self._remove_cleaner_checkpoints(name)
+
+    def _remove_cleaner_checkpoints(self, topic: str) -> None:
+        """A deleted partition's line leaves `cleaner-offset-checkpoint` (Kafka's updateCheckpoints with
+        partitionToRemove; spec §2.9, S47)."""
+        if self.offline_reason is not None:
+            return
+        with self.cleaner_checkpoint_lock:
+            try:
+                offsets = self.cleaner_offset_checkpoint.read()
+            except KafkaStorageError:
+                return
+            kept = {tp: offset for tp, offset in offsets.items() if tp[0] != topic}
+            if len(kept) != len(offsets):
+                self.cleaner_offset_checkpoint.write(kept)
+
+    def mark_log_dir_offline(self, reason: str) -> None:
+        """Take the log dir offline (Kafka's maybeAddOfflineLogDir after an I/O error or a malformed
+        checkpoint file): every partition answers KAFKA_STORAGE_ERROR until the broker restarts."""
+        with self._lock:
+            if self.offline_reason is not None:
+                return
+            self.offline_reason = reason
+            logs = list(self._logs.values())
+        logger.error("Log directory %s is offline: %s", self.log_dir, reason)
+        for log in logs:
+            log.mark_offline(reason)
 
     def create_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
         with self._lock:

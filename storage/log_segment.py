@@ -92,7 +92,7 @@ class LogSegment:
         first = self.log.read_batch(0)
         if first is not None:
             self.rolling_based_timestamp = first.max_timestamp
-        for _, batch in self.log.batches(start_position):
+        for _, batch in self.log.batches(start_position, allow_torn_tail=True):
             self._track(batch.max_timestamp, batch.last_offset)
             self.next_offset = batch.next_offset
         mtime_ms = self.log.last_modified_ms()
@@ -250,7 +250,7 @@ class LogSegment:
         self.rolling_based_timestamp = None
         valid_bytes = 0
         try:
-            for position, batch in self.log.batches(0):
+            for position, batch in self.log.batches(0, allow_torn_tail=True):
                 if not batch.is_valid() or batch.base_offset < self.next_offset or \
                         not self.can_convert_to_relative_offset(batch.last_offset):
                     break

@@ -118,6 +118,8 @@ class UnifiedLog:
         self.recovery_point = loaded.recovery_point
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock.time_ms()
+        #: set when the log dir went offline: every read and append then fails with KAFKA_STORAGE_ERROR
+        self.offline_reason: str | None = None
         #: (unlink deadline, segment) of segments renamed to `.deleted`, kept for `file.delete.delay.ms`
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self.producer_state = ProducerStateManager(self.dir, self.topic_partition)
@@ -153,6 +155,15 @@ class UnifiedLog:
         with self._lock:
             return list(self._segments)
 
+    def mark_offline(self, reason: str) -> None:
+        with self._lock:
+            self.offline_reason = reason
+
+    def _check_online(self) -> None:
+        if self.offline_reason is not None:
+            raise KafkaStorageError(f"Log of {self.topic_partition} is in an offline log directory: "
+                                    f"{self.offline_reason}")
+
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
@@ -168,7 +179,7 @@ class UnifiedLog:
             if segment.next_offset <= start:
                 continue
             _, position = segment.offset_index.lookup(start)
-            for _, batch in segment.log.batches(position):
+            for _, batch in segment.log.batches(position, allow_torn_tail=True):
                 if batch.last_offset >= start and batch.producer_id >= 0:
                     state.update(batch)
 
@@ -176,6 +187,7 @@ class UnifiedLog:
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
         """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
         with self._lock, storage_errors(self.topic_partition):
+            self._check_online()
             now_ms = self.clock.time_ms()
             config = self.config
             batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
@@ -265,6 +277,7 @@ class UnifiedLog:
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
         with self._lock, storage_errors(self.topic_partition):
+            self._check_online()
             end_offset = self._log_end_offset
             if start_offset < self.log_start_offset or start_offset > end_offset:
                 raise OffsetOutOfRangeError(
@@ -298,6 +311,7 @@ class UnifiedLog:
 
     def fetch_offset_by_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         with self._lock:
+            self._check_online()
             if timestamp_ms == LATEST_TIMESTAMP:
                 return self._log_end_offset, -1
             if timestamp_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
