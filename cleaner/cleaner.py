@@ -135,6 +135,9 @@ class Cleaner:
         self._clock = clock
         self._check_done = check_done
         self._throttle = throttle
+        #: base offsets of data batches the first pass read but did not map (aborted): the recopy pass must
+        #: not trust the latest-offset bitmap for them
+        self._unmapped_batches: set[int] = set()
 
     # ------------------------------------------------------------------ round
     def clean(
@@ -185,6 +188,7 @@ class Cleaner:
         """Map the latest offset of each key in [start_offset, end_offset), stopping when the map is full."""
         offset_map = self.offset_map
         offset_map.clear()
+        self._unmapped_batches.clear()
         dirty = segments_overlapping(segments, start_offset, end_offset)
         transactions = CleanedTransactionMetadata()
         transactions.add_aborted_transactions(collect_aborted_transactions(start_offset, end_offset))
@@ -212,6 +216,7 @@ class Cleaner:
                 stats.map_messages_read += 1
             elif transactions.on_batch_read(batch):
                 stats.map_messages_read += batch.records_count
+                self._unmapped_batches.add(batch.base_offset)
             elif offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
                 stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
             else:
@@ -350,12 +355,21 @@ class Cleaner:
 
     def _retained_records(self, batch: RecordBatch, records: Sequence[RecordLike], retain_deletes: bool,
                           stats: CleanerStats) -> tuple[Sequence[RecordLike], bool]:
-        """The records of a data batch that survive, and whether a tombstone is among them."""
-        latest_offset = self.offset_map.latest_offset
+        """The records of a data batch that survive, and whether a tombstone is among them.
+
+        A keyed record at or below the map's latest offset survives iff it is the latest offset of its key.
+        For offsets the first pass put, the map's latest-offset bitmap answers that exactly without hashing;
+        older offsets (the clean section) and batches the first pass skipped ask the map by key.
+        """
+        offset_map = self.offset_map
+        latest_offset = offset_map.latest_offset
         if batch.base_offset > latest_offset:  # beyond the mapped range: everything is kept
             return records, any(record.value is None for record in records)
-        found = iter(self.offset_map.get_many(
-            [record.key for record in records if record.key is not None and record.offset <= latest_offset]))
+        latest_bits = None if batch.base_offset in self._unmapped_batches else offset_map.latest_offset_bits()
+        bits_base, bits = latest_bits if latest_bits is not None else (latest_offset + 1, bytearray())
+        found = iter(offset_map.get_many([
+            record.key for record in records
+            if record.key is not None and record.offset <= latest_offset and record.offset < bits_base]))
         retained: list[RecordLike] = []
         keep_record = retained.append
         contains_tombstones = False
@@ -366,6 +380,10 @@ class Cleaner:
             elif record.key is None:
                 stats.invalid_messages_read += 1
                 continue
+            elif offset >= bits_base:
+                relative = offset - bits_base
+                keep = bool(bits[relative >> 3] & (1 << (relative & 7))) and (
+                    record.value is not None or retain_deletes)
             else:
                 keep = offset >= next(found) and (record.value is not None or retain_deletes)
             if keep:

@@ -68,6 +68,7 @@ FINGERPRINT_BITS = 96
 _MAX_RELATIVE_OFFSET = 0xFFFF_FFFF
 _LOW_MASK = 0xFFFF_FFFF
 _unpack_digest = struct.Struct("<QII").unpack
+_LATEST_BITS_FRACTION = 16
 
 if array("Q").itemsize != 8:  # pragma: no cover - exotic platforms
     raise ImportError("offset_map needs 8-byte 'Q' array items")
@@ -86,6 +87,9 @@ class OffsetMap:
 
     __slots__ = (
         "_base_offset",
+        "_latest_bits",
+        "_latest_bits_limit",
+        "_latest_bits_used",
         "_table",
         "_table_length",
         "capacity",
@@ -117,6 +121,12 @@ class OffsetMap:
         self.latest_offset = -1
         self.lookups = 0
         self.collisions = 0
+        # Bit r set <=> offset base + r is the latest offset put for its key (see latest_offset_bits); bounded
+        # at memory_bytes / 16 bytes. _latest_bits_used: bytes touched since clear(), or -1 once an offset past
+        # the bitmap's end was put (unusable for the rest of the round).
+        self._latest_bits = bytearray(max(memory_bytes // _LATEST_BITS_FRACTION, 1))
+        self._latest_bits_limit = 8 * len(self._latest_bits)
+        self._latest_bits_used = 0
 
     @property
     def memory_bytes(self) -> int:
@@ -145,6 +155,12 @@ class OffsetMap:
         """Forget every key (start of a round); keeps the memory."""
         address, length = self._table.buffer_info()
         ctypes.memset(address, 0, length * 8)
+        bits = self._latest_bits
+        used = self._latest_bits_used
+        used = len(bits) if used < 0 else used
+        if used:
+            ctypes.memset((ctypes.c_char * len(bits)).from_buffer(bits), 0, used)
+        self._latest_bits_used = 0
         self._base_offset = -1
         self.size = 0
         self.latest_offset = -1
@@ -183,13 +199,23 @@ class OffsetMap:
                     index = 0
                 stored = table[index]
             self.collisions += probes
+        bits = self._latest_bits
         if stored == 0:
             if self.size >= self.capacity:
                 raise OffsetMapFullError(f"offset map is full ({self.size} of {slots} slots)")
             table[index] = high
             self.size += 1
+        elif self._latest_bits_used >= 0:
+            previous = table[index + 1] >> 32
+            bits[previous >> 3] &= ~(1 << (previous & 7))
         table[index + 1] = (relative << 32) | low
         self.latest_offset = offset
+        if self._latest_bits_used >= 0:
+            if relative < self._latest_bits_limit:
+                bits[relative >> 3] |= 1 << (relative & 7)
+                self._latest_bits_used = max(self._latest_bits_used, (relative >> 3) + 1)
+            else:
+                self._latest_bits_used = -1
 
     def put_keys(self, keys: Iterable[tuple[int, bytes | None]], min_offset: int) -> int:
         """Put every keyed (offset, key) with offset >= min_offset, in order; return how many pairs were read.
@@ -206,6 +232,9 @@ class OffsetMap:
         collisions = 0
         added = 0
         latest = self.latest_offset
+        bits = self._latest_bits
+        bits_limit = self._latest_bits_limit if self._latest_bits_used >= 0 else -1
+        max_relative = -1
         for offset, key in keys:
             read += 1
             if key is None or offset < min_offset:
@@ -216,23 +245,51 @@ class OffsetMap:
             high = high or 1
             index = ((home * slots) >> 32) << 1
             puts += 1
+            relative = offset - base
             stored = table[index]
-            while stored != 0 and (stored != high or (table[index + 1] & _LOW_MASK) != low):
+            while stored != 0:
+                if stored == high:
+                    word = table[index + 1]
+                    if (word & _LOW_MASK) == low:
+                        word >>= 32
+                        if word < bits_limit:
+                            bits[word >> 3] &= ~(1 << (word & 7))
+                        break
                 collisions += 1
                 index += 2
                 if index == table_length:
                     index = 0
                 stored = table[index]
-            if stored == 0:
+            else:
                 table[index] = high
                 added += 1
-            table[index + 1] = ((offset - base) << 32) | low
+            table[index + 1] = (relative << 32) | low
+            if relative < bits_limit:
+                bits[relative >> 3] |= 1 << (relative & 7)
             latest = offset
+            max_relative = relative
+        if max_relative >= 0 and self._latest_bits_used >= 0:
+            if max_relative >= bits_limit:
+                self._latest_bits_used = -1
+            else:
+                self._latest_bits_used = max(self._latest_bits_used, (max_relative >> 3) + 1)
         self.size += added
         self.lookups += puts
         self.collisions += collisions
         self.latest_offset = latest
         return read
+
+    def latest_offset_bits(self) -> tuple[int, bytearray] | None:
+        """(base offset, bitmap) where bit r (byte r >> 3, bit r & 7) is set iff offset `base + r` is the
+        latest offset put for its key since clear(): the recopy pass's exact answer for mapped offsets,
+        without hashing. None when nothing was put or an offset beyond the bitmap's reach was put.
+
+        The bitmap is memory_bytes / 16 bytes (64 Mi offsets for a 128 MiB map), allocated once; do not
+        modify it. Offsets below the base or never put (unkeyed records, skipped batches) have no bit set.
+        """
+        if self._base_offset < 0 or self._latest_bits_used < 0:
+            return None
+        return self._base_offset, self._latest_bits
 
     def get(self, key: bytes) -> int:
         """The latest offset recorded for `key`, or -1 if the key is not in the map."""

@@ -79,3 +79,49 @@ def test_get_many_equals_get_and_counts_lookups() -> None:
     assert many == single == [1_000 + i for i in range(50)] + [-1] * 20
     assert after_many == (offset_map.lookups - before[0] - after_many[0],
                           offset_map.collisions - before[1] - after_many[1])
+
+
+def _bit(bits: bytearray, relative: int) -> bool:
+    return bool(bits[relative >> 3] & (1 << (relative & 7)))
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_latest_offset_bits_mark_exactly_the_latest_offset_of_each_key(batched: bool) -> None:
+    import random
+
+    rng = random.Random(7)
+    offset_map = OffsetMap(64 * 1024, 0.9)
+    for _round in range(2):  # the second round checks that clear() resets the bitmap
+        offset_map.clear()
+        assert offset_map.latest_offset_bits() is None
+        pairs = [(500 + i, b"k%d" % rng.randrange(40) if rng.random() > 0.1 else None) for i in range(3_000)]
+        if batched:
+            for start in range(0, len(pairs), 100):
+                offset_map.put_keys(pairs[start:start + 100], 510)
+        else:
+            for offset, key in pairs:
+                if key is not None and offset >= 510:
+                    offset_map.put(key, offset)
+        latest = offset_map.latest_offset_bits()
+        assert latest is not None
+        base, bits = latest
+        assert base == min(o for o, k in pairs if k is not None and o >= 510)
+        for offset, key in pairs:
+            if offset >= base:
+                expected = key is not None and offset_map.get(key) == offset
+                assert _bit(bits, offset - base) == expected, offset
+
+
+def test_latest_offset_bits_give_up_past_their_reach() -> None:
+    offset_map = OffsetMap(16 * 64, 0.9)  # 64 slots, a 64-byte bitmap: 512 offsets
+    offset_map.put(b"a", 0)
+    offset_map.put_keys([(511, b"b")], 0)
+    assert offset_map.latest_offset_bits() is not None
+    offset_map.put_keys([(512, b"c")], 0)
+    assert offset_map.latest_offset_bits() is None
+    offset_map.put(b"a", 600)
+    assert offset_map.get(b"a") == 600 and offset_map.latest_offset_bits() is None
+    offset_map.clear()
+    offset_map.put(b"a", 5)
+    latest = offset_map.latest_offset_bits()
+    assert latest is not None and latest[0] == 5 and _bit(latest[1], 0) and not any(latest[1][1:])
