@@ -227,30 +227,32 @@ class OffsetMap:
         slots = self.slots
         table_length = self._table_length
         base = self._base_offset
+        digest = blake2b
+        unpack = _unpack_digest
+        low_mask = _LOW_MASK
         read = 0
-        puts = 0
+        skipped = 0
         collisions = 0
         added = 0
         latest = self.latest_offset
         bits = self._latest_bits
         bits_limit = self._latest_bits_limit if self._latest_bits_used >= 0 else -1
-        max_relative = -1
         for offset, key in keys:
             read += 1
             if key is None or offset < min_offset:
+                skipped += 1
                 continue
             if base < 0:
                 base = self._base_offset = offset
-            high, low, home = _unpack_digest(blake2b(key, digest_size=16).digest())
+            high, low, home = unpack(digest(key, digest_size=16).digest())
             high = high or 1
             index = ((home * slots) >> 32) << 1
-            puts += 1
             relative = offset - base
             stored = table[index]
-            while stored != 0:
+            while stored:
                 if stored == high:
                     word = table[index + 1]
-                    if (word & _LOW_MASK) == low:
+                    if (word & low_mask) == low:
                         word >>= 32
                         if word < bits_limit:
                             bits[word >> 3] &= ~(1 << (word & 7))
@@ -267,16 +269,16 @@ class OffsetMap:
             if relative < bits_limit:
                 bits[relative >> 3] |= 1 << (relative & 7)
             latest = offset
-            max_relative = relative
-        if max_relative >= 0 and self._latest_bits_used >= 0:
+        self.size += added
+        self.lookups += read - skipped
+        self.collisions += collisions
+        self.latest_offset = latest
+        if read > skipped and self._latest_bits_used >= 0:
+            max_relative = latest - base
             if max_relative >= bits_limit:
                 self._latest_bits_used = -1
             else:
                 self._latest_bits_used = max(self._latest_bits_used, (max_relative >> 3) + 1)
-        self.size += added
-        self.lookups += puts
-        self.collisions += collisions
-        self.latest_offset = latest
         return read
 
     def latest_offset_bits(self) -> tuple[int, bytearray] | None:
