@@ -366,10 +366,11 @@ class Cleaner:
         if batch.base_offset > latest_offset:  # beyond the mapped range: everything is kept
             return records, any(record.value is None for record in records)
         latest_bits = None if batch.base_offset in self._unmapped_batches else offset_map.latest_offset_bits()
-        bits_base, bits = latest_bits if latest_bits is not None else (latest_offset + 1, bytearray())
+        bits_base, bits_end, bits = latest_bits if latest_bits is not None else (0, 0, bytearray())
+        bits_end = min(bits_end, latest_offset + 1)
         found = iter(offset_map.get_many([
-            record.key for record in records
-            if record.key is not None and record.offset <= latest_offset and record.offset < bits_base]))
+            record.key for record in records if record.key is not None
+            and record.offset <= latest_offset and not bits_base <= record.offset < bits_end]))
         retained: list[RecordLike] = []
         keep_record = retained.append
         contains_tombstones = False
@@ -380,7 +381,7 @@ class Cleaner:
             elif record.key is None:
                 stats.invalid_messages_read += 1
                 continue
-            elif offset >= bits_base:
+            elif bits_base <= offset < bits_end:
                 relative = offset - bits_base
                 keep = bool(bits[relative >> 3] & (1 << (relative & 7))) and (
                     record.value is not None or retain_deletes)

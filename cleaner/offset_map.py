@@ -68,7 +68,7 @@ FINGERPRINT_BITS = 96
 _MAX_RELATIVE_OFFSET = 0xFFFF_FFFF
 _LOW_MASK = 0xFFFF_FFFF
 _unpack_digest = struct.Struct("<QII").unpack
-_LATEST_BITS_FRACTION = 16
+_LATEST_BITS_FRACTION = 32
 
 if array("Q").itemsize != 8:  # pragma: no cover - exotic platforms
     raise ImportError("offset_map needs 8-byte 'Q' array items")
@@ -121,9 +121,8 @@ class OffsetMap:
         self.latest_offset = -1
         self.lookups = 0
         self.collisions = 0
-        # Bit r set <=> offset base + r is the latest offset put for its key (see latest_offset_bits); bounded
-        # at memory_bytes / 16 bytes. _latest_bits_used: bytes touched since clear(), or -1 once an offset past
-        # the bitmap's end was put (unusable for the rest of the round).
+        # Bit r set <=> offset base + r is the latest offset put for its key (see latest_offset_bits), for
+        # r < _latest_bits_limit; _latest_bits_used: bytes touched since clear().
         self._latest_bits = bytearray(max(memory_bytes // _LATEST_BITS_FRACTION, 1))
         self._latest_bits_limit = 8 * len(self._latest_bits)
         self._latest_bits_used = 0
@@ -157,7 +156,6 @@ class OffsetMap:
         ctypes.memset(address, 0, length * 8)
         bits = self._latest_bits
         used = self._latest_bits_used
-        used = len(bits) if used < 0 else used
         if used:
             ctypes.memset((ctypes.c_char * len(bits)).from_buffer(bits), 0, used)
         self._latest_bits_used = 0
@@ -205,17 +203,15 @@ class OffsetMap:
                 raise OffsetMapFullError(f"offset map is full ({self.size} of {slots} slots)")
             table[index] = high
             self.size += 1
-        elif self._latest_bits_used >= 0:
+        else:
             previous = table[index + 1] >> 32
-            bits[previous >> 3] &= ~(1 << (previous & 7))
+            if previous < self._latest_bits_limit:
+                bits[previous >> 3] &= ~(1 << (previous & 7))
         table[index + 1] = (relative << 32) | low
         self.latest_offset = offset
-        if self._latest_bits_used >= 0:
-            if relative < self._latest_bits_limit:
-                bits[relative >> 3] |= 1 << (relative & 7)
-                self._latest_bits_used = max(self._latest_bits_used, (relative >> 3) + 1)
-            else:
-                self._latest_bits_used = -1
+        if relative < self._latest_bits_limit:
+            bits[relative >> 3] |= 1 << (relative & 7)
+            self._latest_bits_used = max(self._latest_bits_used, (relative >> 3) + 1)
 
     def put_keys(self, keys: Iterable[tuple[int, bytes | None]], min_offset: int) -> int:
         """Put every keyed (offset, key) with offset >= min_offset, in order; return how many pairs were read.
@@ -236,7 +232,7 @@ class OffsetMap:
         added = 0
         latest = self.latest_offset
         bits = self._latest_bits
-        bits_limit = self._latest_bits_limit if self._latest_bits_used >= 0 else -1
+        bits_limit = self._latest_bits_limit
         for offset, key in keys:
             read += 1
             if key is None or offset < min_offset:
@@ -273,25 +269,22 @@ class OffsetMap:
         self.lookups += read - skipped
         self.collisions += collisions
         self.latest_offset = latest
-        if read > skipped and self._latest_bits_used >= 0:
-            max_relative = latest - base
-            if max_relative >= bits_limit:
-                self._latest_bits_used = -1
-            else:
-                self._latest_bits_used = max(self._latest_bits_used, (max_relative >> 3) + 1)
+        if read > skipped:
+            self._latest_bits_used = max(self._latest_bits_used, (min(latest - base, bits_limit - 1) >> 3) + 1)
         return read
 
-    def latest_offset_bits(self) -> tuple[int, bytearray] | None:
-        """(base offset, bitmap) where bit r (byte r >> 3, bit r & 7) is set iff offset `base + r` is the
-        latest offset put for its key since clear(): the recopy pass's exact answer for mapped offsets,
-        without hashing. None when nothing was put or an offset beyond the bitmap's reach was put.
+    def latest_offset_bits(self) -> tuple[int, int, bytearray] | None:
+        """(base offset, end offset, bitmap): for base <= o < end, bit o - base (byte r >> 3, bit r & 7) is set
+        iff o is the latest offset put for its key since clear() -- the recopy pass's exact answer for mapped
+        offsets without hashing. None while nothing was put.
 
-        The bitmap is memory_bytes / 16 bytes (64 Mi offsets for a 128 MiB map), allocated once; do not
-        modify it. Offsets below the base or never put (unkeyed records, skipped batches) have no bit set.
+        The bitmap is memory_bytes / 32 bytes (32 Mi offsets for a 128 MiB map), allocated once; offsets from
+        `end` on are answered by `get` only. Do not modify it. Offsets never put (unkeyed records, skipped
+        batches) have no bit set.
         """
-        if self._base_offset < 0 or self._latest_bits_used < 0:
+        if self._base_offset < 0:
             return None
-        return self._base_offset, self._latest_bits
+        return self._base_offset, self._base_offset + self._latest_bits_limit, self._latest_bits
 
     def get(self, key: bytes) -> int:
         """The latest offset recorded for `key`, or -1 if the key is not in the map."""

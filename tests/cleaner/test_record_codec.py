@@ -104,7 +104,8 @@ def test_latest_offset_bits_mark_exactly_the_latest_offset_of_each_key(batched: 
                     offset_map.put(key, offset)
         latest = offset_map.latest_offset_bits()
         assert latest is not None
-        base, bits = latest
+        base, end, bits = latest
+        assert end - base == 8 * len(bits) >= 3_000
         assert base == min(o for o, k in pairs if k is not None and o >= 510)
         for offset, key in pairs:
             if offset >= base:
@@ -112,16 +113,20 @@ def test_latest_offset_bits_mark_exactly_the_latest_offset_of_each_key(batched: 
                 assert _bit(bits, offset - base) == expected, offset
 
 
-def test_latest_offset_bits_give_up_past_their_reach() -> None:
-    offset_map = OffsetMap(16 * 64, 0.9)  # 64 slots, a 64-byte bitmap: 512 offsets
+def test_latest_offset_bits_cover_a_bounded_prefix_and_clear_resets_them() -> None:
+    offset_map = OffsetMap(16 * 64, 0.9)  # 64 slots, a 32-byte bitmap: offsets [base, base + 256)
     offset_map.put(b"a", 0)
-    offset_map.put_keys([(511, b"b")], 0)
-    assert offset_map.latest_offset_bits() is not None
-    offset_map.put_keys([(512, b"c")], 0)
-    assert offset_map.latest_offset_bits() is None
-    offset_map.put(b"a", 600)
-    assert offset_map.get(b"a") == 600 and offset_map.latest_offset_bits() is None
+    offset_map.put_keys([(255, b"b"), (256, b"c")], 0)
+    offset_map.put(b"d", 700)
+    offset_map.put(b"b", 701)  # supersedes 255
+    latest = offset_map.latest_offset_bits()
+    assert latest is not None
+    base, end, bits = latest
+    assert (base, end) == (0, 256)
+    assert [r for r in range(256) if _bit(bits, r)] == [0]
+    assert offset_map.get(b"c") == 256 and offset_map.get(b"b") == 701
     offset_map.clear()
+    assert offset_map.latest_offset_bits() is None and not any(bits)
     offset_map.put(b"a", 5)
     latest = offset_map.latest_offset_bits()
-    assert latest is not None and latest[0] == 5 and _bit(latest[1], 0) and not any(latest[1][1:])
+    assert latest is not None and latest[:2] == (5, 261) and _bit(latest[2], 0) and not any(latest[2][1:])
