@@ -303,8 +303,9 @@ class UnifiedLog:
                     read_to_offset = _last_offset(data) + 1
                 # A segment not read to its end ends the response, also when not even its next batch fitted
                 # (data empty): appending a later segment's batches would leave a hole of offsets that clients
-                # skip, as their position moves past every batch they receive.
-                if read_to_offset < min(segment.next_offset, limit_offset):
+                # skip, as their position moves past every batch they receive. (A non-empty segment's next
+                # offset is its last batch's last offset + 1; one emptied by cleaning has nothing to read.)
+                if not segment.is_empty and read_to_offset < min(segment.next_offset, limit_offset):
                     break
                 offset = max(offset, segment.next_offset)
             return FetchDataInfo(b"".join(chunks), self.high_watermark, self.log_start_offset)

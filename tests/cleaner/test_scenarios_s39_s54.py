@@ -86,6 +86,32 @@ def test_fetch_never_continues_past_a_segment_whose_next_batch_did_not_fit(tmp_p
     assert [r.offset for b in iter_batches(data) for r in b.records()] == [1, 2]
 
 
+def test_fetch_skips_segments_emptied_by_cleaning(log_manager: LogManager, clock: FakeClock) -> None:
+    """Cleaning can leave empty segments (base offset = next offset) before the data: a fetch from offset 0
+    passes over them instead of returning nothing."""
+    log_manager.create_topic("t", 1, {**COMPACT, "segment.bytes": "200"})
+    log = log_manager.get_log("t", 0)
+    assert log is not None
+    for version in range(3):
+        for key in range(4):
+            produce(log, [(b"k%d" % key, b"v%d" % version + b"." * 40)])
+    produce(log, [(b"tail", b"x")])
+    cleaner = LogCleaner(log_manager, SMALL, clock)
+    assert cleaner.run_once(cleaner.workers[0]) is True
+    segments = log.segments()
+    assert segments[0].is_empty and segments[1].is_empty and not segments[-2].is_empty
+    expected = [(offset, key) for offset, key, _ in read_all(log)]
+    assert expected[-1] == (12, b"tail") and len(expected) < 13
+    for max_bytes in (1, 100, 1 << 20):
+        seen: dict[bytes | None, tuple[int, bytes | None]] = {}
+        position, fetches = 0, 0
+        while position < log.high_watermark:
+            new_position = fetch_step(log, position, max_bytes, seen)
+            assert new_position > position, f"no progress at offset {position} with max_bytes {max_bytes}"
+            position, fetches = new_position, fetches + 1
+        assert {key: offset for key, (offset, _) in seen.items()} == {key: offset for offset, key in expected}
+
+
 @pytest.mark.parametrize("max_bytes", [700, 1100, 1500, 2300, 3100])
 def test_consumer_from_offset_zero_during_cleaner_swaps_sees_every_latest_value(
         log_manager: LogManager, clock: FakeClock, max_bytes: int) -> None:
