@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from cleaner.cleaner_stats import CleanerStats
 from cleaner.log_to_clean import segments_overlapping
@@ -33,6 +33,8 @@ from storage.log_segment import CLEANED_SUFFIX, LogSegment
 
 INT_MAX = 2_147_483_647
 _WRITE_CHUNK_BYTES = 1 << 20
+#: distinct keys the map pass collects before putting them (~130 bytes of Python objects each, ~17 MB)
+_DEDUPE_KEYS = 131_072
 
 
 class TopicCleaningConfig(Protocol):
@@ -204,10 +206,18 @@ class Cleaner:
         self, segment: LogSegment, start_offset: int, stats: CleanerStats,
         transactions: CleanedTransactionMetadata,
     ) -> bool:
-        """Returns True when the map filled up inside this segment."""
+        """Returns True when the map filled up inside this segment.
+
+        Consecutive batches that surely fit (every record counted as a new key) are collected into one
+        key -> latest offset dict of at most _DEDUPE_KEYS keys and put with one hash per distinct key; a batch
+        that might not fit first flushes that dict, then goes record by record as Kafka does.
+        """
         offset_map = self.offset_map
         put, fits_offset = offset_map.put, offset_map.fits_offset
         capacity = offset_map.capacity
+        pending: dict[Any, int] = {}  # key (bytes; None is popped after each batch) -> latest offset
+        pending_first = pending_last = -1
+        dedupe_keys = _DEDUPE_KEYS  # 0 turns the deduplication off
         _, position = segment.offset_index.lookup(start_offset)
         for _, batch in segment.log.batches(position):
             self._throttle(batch.size_bytes)
@@ -217,18 +227,39 @@ class Cleaner:
             elif transactions.on_batch_read(batch):
                 stats.map_messages_read += batch.records_count
                 self._unmapped_batches.add(batch.base_offset)
-            elif offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
-                stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
-            else:
+            elif (dedupe_keys and batch.base_offset >= start_offset and fits_offset(batch.last_offset)
+                  and offset_map.size + len(pending) + batch.records_count <= capacity):
+                if pending_first < 0:
+                    pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118
                 for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
-                    if key is not None and offset >= start_offset:
-                        if offset_map.size >= capacity or not fits_offset(offset):
-                            return True
-                        put(key, offset)
-                    stats.map_messages_read += 1
+                    pending[key] = offset
+                pending.pop(None, None)
+                pending_last = batch.last_offset
+                stats.map_messages_read += batch.records_count
+                if len(pending) >= dedupe_keys:
+                    offset_map.put_latest(pending, pending_first, pending_last)
+                    pending, pending_first = {}, -1
+            else:
+                if pending:
+                    offset_map.put_latest(pending, pending_first, pending_last)
+                    pending, pending_first = {}, -1
+                if offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
+                    stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
+                else:
+                    for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
+                        if key is not None and offset >= start_offset:
+                            if offset_map.size >= capacity or not fits_offset(offset):
+                                return True
+                            put(key, offset)
+                        stats.map_messages_read += 1
             if batch.last_offset >= start_offset:
-                offset_map.update_latest_offset(batch.last_offset)
+                if pending:
+                    pending_last = batch.last_offset
+                else:
+                    offset_map.update_latest_offset(batch.last_offset)
             stats.map_bytes_read += batch.size_bytes
+        if pending:
+            offset_map.put_latest(pending, pending_first, pending_last)
         return False
 
     # ------------------------------------------------------------- second pass

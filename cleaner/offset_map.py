@@ -273,6 +273,20 @@ class OffsetMap:
             self._latest_bits_used = max(self._latest_bits_used, (min(latest - base, bits_limit - 1) >> 3) + 1)
         return read
 
+    def put_latest(self, latest_by_key: dict[bytes, int], first_offset: int, last_offset: int) -> None:
+        """Put each key's latest offset from offsets `first_offset..last_offset`, already deduplicated by the
+        caller: the same final state as putting every (offset, key) of that range in order, with one hash per
+        distinct key. The caller has checked that every key fits as a new one and `fits_offset(last_offset)`.
+        """
+        if not latest_by_key:
+            return
+        if self._base_offset < 0:
+            self._base_offset = first_offset
+        self.put_keys(zip(latest_by_key.values(), latest_by_key.keys()), first_offset)
+        self.latest_offset = last_offset
+        reach = min(last_offset - self._base_offset, self._latest_bits_limit - 1)
+        self._latest_bits_used = max(self._latest_bits_used, (reach >> 3) + 1)
+
     def latest_offset_bits(self) -> tuple[int, int, bytearray] | None:
         """(base offset, end offset, bitmap): for base <= o < end, bit o - base (byte r >> 3, bit r & 7) is set
         iff o is the latest offset put for its key since clear() -- the recopy pass's exact answer for mapped
