@@ -76,11 +76,22 @@ def kafka_python_consumer(bootstrap: str, topic: str, group: str) -> object:
 def kafka_python_commit(bootstrap: str, topic: str, group: str) -> None:
     from kafka.structs import OffsetAndMetadata, TopicPartition
 
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
+
     consumer = kafka_python_consumer(bootstrap, topic, group)
+    offsets = {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in COMMITTED.items()}
     deadline = time.monotonic() + 30
-    while len(consumer.assignment()) < PARTITIONS and time.monotonic() < deadline:  # type: ignore[attr-defined]
-        consumer.poll(100)  # type: ignore[attr-defined]
-    consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in COMMITTED.items()})  # type: ignore[attr-defined]
+    while True:
+        while len(consumer.assignment()) < PARTITIONS and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            consumer.poll(100)  # type: ignore[attr-defined]
+        try:
+            consumer.commit(offsets)  # type: ignore[attr-defined]
+            break
+        except (RebalanceInProgressError, CommitFailedError):
+            # a slow machine can let the 2 s session lapse and trigger a rebalance: rejoin and retry
+            if time.monotonic() > deadline:
+                raise
+            consumer.poll(100)  # type: ignore[attr-defined]
     consumer.close()  # type: ignore[attr-defined]
 
 
