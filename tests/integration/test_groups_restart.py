@@ -74,9 +74,8 @@ def kafka_python_consumer(bootstrap: str, topic: str, group: str) -> object:
 
 
 def kafka_python_commit(bootstrap: str, topic: str, group: str) -> None:
-    from kafka.structs import OffsetAndMetadata, TopicPartition
-
     from kafka.errors import CommitFailedError, RebalanceInProgressError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
 
     consumer = kafka_python_consumer(bootstrap, topic, group)
     offsets = {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in COMMITTED.items()}
