@@ -149,6 +149,11 @@ class BrokerMetrics:
         self.bytes_out = Counter(
             "kafka_server_brokertopicmetrics_bytesout", "Fetch response bytes sent", registry=self.registry
         )
+        self.no_key_compacted_topic_records = Counter(
+            "kafka_server_brokertopicmetrics_nokeycompactedtopicrecords",
+            "Records without a key rejected by compacted topics (Kafka's NoKeyCompactedTopicRecordsPerSec)",
+            registry=self.registry,
+        )
         self.registry.register(PartitionCollector(logs))
 
     def register_log_cleaner(self, cleaner: LogCleaner, log_dir: str) -> None:

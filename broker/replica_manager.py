@@ -10,11 +10,12 @@ Event-loop thread only, except the `*_blocking` methods, which run in `asyncio.t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from broker.purgatory import FetchPurgatory, TopicPartition
 from protocol.errors import (
+    InvalidRecordError,
     KafkaError,
     OffsetOutOfRangeError,
     PolicyViolationError,
@@ -25,6 +26,7 @@ from storage.log_manager import LogManager, TopicMetadata
 from storage.unified_log import LogAppendInfo, UnifiedLog
 
 LEADER_EPOCH = 0
+_NO_KEY_MESSAGE = "Compacted topic cannot accept message without key"
 READ_UNCOMMITTED = 0
 
 
@@ -51,9 +53,10 @@ class FetchPartitionRequest:
 class ReplicaManager:
     """Routes produce, fetch and offset lookups to the partition logs, and wakes waiting fetches."""
 
-    def __init__(self, log_manager: LogManager) -> None:
+    def __init__(self, log_manager: LogManager, on_keyless_records: Callable[[int], None] | None = None) -> None:
         self.log_manager = log_manager
         self.purgatory = FetchPurgatory()
+        self._on_keyless_records = on_keyless_records
 
     def log_for(self, topic: str, partition: int) -> UnifiedLog:
         log = self.log_manager.get_log(topic, partition)
@@ -71,10 +74,21 @@ class ReplicaManager:
     # -- produce ---------------------------------------------------------------------------------------------
     def append(self, topic: str, partition: int, records: bytes) -> LogAppendInfo:
         """Append one partition's batch as leader; raises the KafkaError for this partition."""
-        info = self.log_for(topic, partition).append_as_leader(records, leader_epoch=LEADER_EPOCH)
+        try:
+            info = self.log_for(topic, partition).append_as_leader(records, leader_epoch=LEADER_EPOCH)
+        except InvalidRecordError as error:
+            keyless = sum(1 for _index, message in error.record_errors if message.startswith(_NO_KEY_MESSAGE))
+            if keyless and self._on_keyless_records is not None:
+                self._on_keyless_records(keyless)
+            raise
         if not info.duplicate:
             self.purgatory.notify_append((topic, partition))
         return info
+
+    def log_start_offset(self, topic: str, partition: int) -> int:
+        """The partition's log start offset, or -1 when it is not hosted here (Produce error answers)."""
+        log = self.log_manager.get_log(topic, partition)
+        return -1 if log is None else log.log_start_offset
 
     # -- fetch -----------------------------------------------------------------------------------------------
     def read_partitions(

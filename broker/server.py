@@ -38,8 +38,8 @@ class KafkaServer:
         self.config = config
         self.clock = clock or SystemClock()
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
-        self.replica_manager = ReplicaManager(self.log_manager)
         self.metrics = BrokerMetrics(self.log_manager.all_logs)
+        self.replica_manager = ReplicaManager(self.log_manager, self.metrics.no_key_compacted_topic_records.inc)
         self.log_cleaner = LogCleaner(self.log_manager, config.cleaner, self.clock)
         self.metrics.register_log_cleaner(self.log_cleaner, str(config.log_dir))
         self.socket_server: SocketServer | None = None

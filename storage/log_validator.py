@@ -6,6 +6,8 @@ and record timestamps when a timestamp window is configured for CreateTime topic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from protocol.errors import (
     CorruptMessageError,
     InvalidRecordError,
@@ -76,7 +78,7 @@ class LogValidator:
         if not check_timestamps:  # keys only: the fast path
             missing = tuple((index, no_key) for index, (_offset, key) in enumerate(batch.keys()) if key is None)
             if missing:
-                raise InvalidRecordError(no_key, record_errors=missing)
+                raise InvalidRecordError(_summary(missing), record_errors=missing)
             return
         low = now_ms - config.message_timestamp_before_max_ms
         high = now_ms + config.message_timestamp_after_max_ms
@@ -96,4 +98,11 @@ class LogValidator:
             raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
                                         record_errors=tuple(timestamp_errors))
         if key_errors:
-            raise InvalidRecordError(no_key, record_errors=tuple(key_errors))
+            raise InvalidRecordError(_summary(key_errors), record_errors=tuple(key_errors))
+
+
+def _summary(record_errors: Sequence[tuple[int, str]]) -> str:
+    """Kafka's InvalidRecordException text (LogValidator.processRecordErrors)."""
+    shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message in record_errors[:3])
+    return (f"One or more records have been rejected due to {len(record_errors)} record errors in total, "
+            f"and only showing the first three errors at most: [{shown}]")

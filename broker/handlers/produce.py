@@ -62,6 +62,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
                     info = ctx.replica_manager.append(topic_data.name, index, partition_data.records)
                 except KafkaError as error:
                     result.update(_error_fields(error, event.api_version, partition_cls))
+                    result["log_start_offset"] = ctx.replica_manager.log_start_offset(topic_data.name, index)
                 except Exception as exc:  # a bug in one partition must not fail the others
                     log.exception("append to %s-%d failed", topic_data.name, index)
                     result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=repr(exc))

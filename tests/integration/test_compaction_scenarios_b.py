@@ -173,12 +173,6 @@ def test_S31_unkeyed_produce_to_compacted_topic_is_rejected_with_record_error(br
     assert watermarks(broker.bootstrap, topic) == (0, 1), "the rejected batch was appended"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Produce error response carries log_start_offset -1 and the record "
-    "error's text instead of Kafka's summary error_message (see "
-    "/tmp/bugs/produce_invalid_record_response_fields.md)",
-)
 def test_S31_rejection_reports_log_start_offset_and_kafka_summary_error_message(
     broker: BrokerProcess,
 ) -> None:
@@ -190,11 +184,6 @@ def test_S31_rejection_reports_log_start_offset_and_kafka_summary_error_message(
     assert response.log_start_offset == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NoKeyCompactedTopicRecordsPerSec is not exported by the broker "
-    "(see /tmp/bugs/no_key_compacted_topic_records_meter.md)",
-)
 def test_S31_no_key_compacted_topic_records_meter_counts_each_rejected_record(broker: BrokerProcess) -> None:
     topic = "s31meter"
     create_topic(broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})

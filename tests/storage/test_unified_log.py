@@ -103,7 +103,9 @@ def test_compacted_topic_rejects_keyless_records_and_appends_nothing(make_log: L
     with pytest.raises(InvalidRecordError) as excinfo:
         log.append_as_leader(batch(b"a", b"b", b"c", keys=[b"k", None, None]))
     msg = "Compacted topic cannot accept message without key in topic partition topic-0."
-    assert excinfo.value.message == msg
+    assert excinfo.value.message == (
+        "One or more records have been rejected due to 2 record errors in total, and only showing the first three "
+        f"errors at most: [RecordError(batchIndex=1, message='{msg}'), RecordError(batchIndex=2, message='{msg}')]")
     assert excinfo.value.record_errors == ((1, msg), (2, msg))
     assert log.log_end_offset == 0 and log.size_bytes == 0
     # empty key and null value (tombstone) are fine
