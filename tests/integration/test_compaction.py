@@ -111,17 +111,19 @@ def test_superseded_and_tombstoned_values_erased_from_every_file_within_the_dead
         broker_factory: BrokerFactory) -> None:
     broker = broker_factory(FAST_CLEANER)
     max_lag_ms, backoff_ms, delete_retention_ms, roll_check_ms = 3000, 500, 1000, 200
+    file_delete_delay_ms = 500  # replaced segments linger as .deleted files this long (S45)
     topic = "deadline"
     create_topic(broker.bootstrap, topic, 1, {
         "cleanup.policy": "compact", "max.compaction.lag.ms": str(max_lag_ms), "segment.ms": "604800000",
-        "delete.retention.ms": str(delete_retention_ms)})
+        "delete.retention.ms": str(delete_retention_ms), "file.delete.delay.ms": str(file_delete_delay_ms)})
     started = time.monotonic()
     produce(broker.bootstrap, topic, [(b"k1", b"OLDVALUE-UNIQUE"), (b"TOMBKEY-UNIQUE", b"doomed")])
     produce(broker.bootstrap, topic, [(b"k1", b"new"), (b"TOMBKEY-UNIQUE", None)])
     partition_dir = broker.data_dir / f"{topic}-0"
     assert files_containing(partition_dir, b"OLDVALUE-UNIQUE")  # the bytes are on disk to begin with
     one_cleaning_s = 2.0  # generous: a round over two tiny batches takes milliseconds
-    deadline_s = (max_lag_ms + roll_check_ms + backoff_ms) / 1000 + one_cleaning_s
+    # roll (lag + timer) -> next cleaner pass (backoff) -> cleaning -> .deleted files unlinked (delay + timer)
+    deadline_s = (max_lag_ms + roll_check_ms + backoff_ms + file_delete_delay_ms + roll_check_ms) / 1000 + one_cleaning_s
     wait_for(lambda: not files_containing(partition_dir, b"OLDVALUE-UNIQUE"), deadline_s + 5,
              "erasure of the superseded value")
     old_gone_s = time.monotonic() - started

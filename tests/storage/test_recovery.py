@@ -115,7 +115,7 @@ def _cleaned_segment(dir: Path, base: int, values: list[tuple[int, bytes]]) -> L
 
 
 def _three_segment_log(make_log: LogFactory) -> UnifiedLog:
-    log = make_log({"segment.bytes": "150", "cleanup.policy": "compact"})
+    log = make_log({"segment.bytes": "150", "cleanup.policy": "compact", "file.delete.delay.ms": "0"})
     for i in range(6):
         log.append_as_leader(batch(b"orig-%d" % i, keys=[b"k"]))
     assert len(log.segments()) >= 3

@@ -229,7 +229,7 @@ def test_fetch_offset_by_timestamp(make_log: LogFactory) -> None:
 
 
 def test_retention_by_time_and_size(make_log: LogFactory, clock: FakeClock) -> None:
-    log = make_log({"segment.bytes": "200", "retention.ms": "10000"})
+    log = make_log({"segment.bytes": "200", "retention.ms": "10000", "file.delete.delay.ms": "0"})
     for i in range(6):
         log.append_as_leader(batch(b"x" * 30, timestamp_ms=T0 + i * 1000))
     count = len(log.segments())
