@@ -123,7 +123,8 @@ def test_superseded_and_tombstoned_values_erased_from_every_file_within_the_dead
     assert files_containing(partition_dir, b"OLDVALUE-UNIQUE")  # the bytes are on disk to begin with
     one_cleaning_s = 2.0  # generous: a round over two tiny batches takes milliseconds
     # roll (lag + timer) -> next cleaner pass (backoff) -> cleaning -> .deleted files unlinked (delay + timer)
-    deadline_s = (max_lag_ms + roll_check_ms + backoff_ms + file_delete_delay_ms + roll_check_ms) / 1000 + one_cleaning_s
+    deadline_ms = max_lag_ms + roll_check_ms + backoff_ms + file_delete_delay_ms + roll_check_ms
+    deadline_s = deadline_ms / 1000 + one_cleaning_s
     wait_for(lambda: not files_containing(partition_dir, b"OLDVALUE-UNIQUE"), deadline_s + 5,
              "erasure of the superseded value")
     old_gone_s = time.monotonic() - started
