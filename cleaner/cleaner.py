@@ -33,8 +33,11 @@ from storage.log_segment import CLEANED_SUFFIX, LogSegment
 
 INT_MAX = 2_147_483_647
 _WRITE_CHUNK_BYTES = 1 << 20
-#: distinct keys the map pass collects before putting them (~130 bytes of Python objects each, ~17 MB)
+#: the map pass's deduplication window: distinct keys (~130 bytes of Python objects each beyond the key's own
+#: bytes, ~17 MB) and log bytes read (bounds the keys' own bytes) before the collected keys are put
 _DEDUPE_KEYS = 131_072
+_DEDUPE_LOG_BYTES = 128 * 1024 * 1024
+_MAX_MAP_SPAN = 0xFFFF_FFFF  # OffsetMap stores offsets relative to its first one in 32 bits
 
 
 class TopicCleaningConfig(Protocol):
@@ -140,6 +143,10 @@ class Cleaner:
         #: base offsets of data batches the first pass read but did not map (aborted): the recopy pass must
         #: not trust the latest-offset bitmap for them
         self._unmapped_batches: set[int] = set()
+        #: the map pass's deduplicated run of keys not yet put: key -> latest offset, first and last offset
+        self._pending: dict[Any, int] = {}
+        self._pending_first = self._pending_last = -1
+        self._pending_bytes = 0
 
     # ------------------------------------------------------------------ round
     def clean(
@@ -187,10 +194,19 @@ class Cleaner:
         stats: CleanerStats,
         collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] = _no_aborted_transactions,
     ) -> None:
-        """Map the latest offset of each key in [start_offset, end_offset), stopping when the map is full."""
+        """Map the latest offset of each key in [start_offset, end_offset), stopping when the map is full.
+
+        Consecutive batches that surely fit (every record counted as a new key) are collected, across
+        segments, into one key -> latest offset dict of at most _DEDUPE_KEYS keys and put with one hash per
+        distinct key (the map ends up as if every record had been put in order); a batch that might not fit
+        first flushes that dict, then goes record by record as Kafka does.
+        """
         offset_map = self.offset_map
         offset_map.clear()
         self._unmapped_batches.clear()
+        self._pending = {}
+        self._pending_first = self._pending_last = -1
+        self._pending_bytes = 0
         dirty = segments_overlapping(segments, start_offset, end_offset)
         transactions = CleanedTransactionMetadata()
         transactions.add_aborted_transactions(collect_aborted_transactions(start_offset, end_offset))
@@ -200,24 +216,32 @@ class Cleaner:
             if self._build_offset_map_for_segment(segment, start_offset, stats, transactions):
                 return
             # Offset gaps: everything below the next segment is covered by this round.
-            offset_map.update_latest_offset(next_segment_start - 1)
+            self._advance_latest_offset(next_segment_start - 1)
+        self._flush_pending()
+
+    def _advance_latest_offset(self, offset: int) -> None:
+        if self._pending:
+            self._pending_last = offset
+        else:
+            self.offset_map.update_latest_offset(offset)
+
+    def _flush_pending(self) -> None:
+        if self._pending:
+            self.offset_map.put_latest(self._pending, self._pending_first, self._pending_last)
+            self._pending = {}
+            self._pending_first = -1
+        self._pending_bytes = 0
 
     def _build_offset_map_for_segment(
         self, segment: LogSegment, start_offset: int, stats: CleanerStats,
         transactions: CleanedTransactionMetadata,
     ) -> bool:
-        """Returns True when the map filled up inside this segment.
-
-        Consecutive batches that surely fit (every record counted as a new key) are collected into one
-        key -> latest offset dict of at most _DEDUPE_KEYS keys and put with one hash per distinct key; a batch
-        that might not fit first flushes that dict, then goes record by record as Kafka does.
-        """
+        """Returns True when the map filled up inside this segment (nothing is left pending then)."""
         offset_map = self.offset_map
         put, fits_offset = offset_map.put, offset_map.fits_offset
         capacity = offset_map.capacity
-        pending: dict[Any, int] = {}  # key (bytes; None is popped after each batch) -> latest offset
-        pending_first = pending_last = -1
         dedupe_keys = _DEDUPE_KEYS  # 0 turns the deduplication off
+        pending = self._pending
         _, position = segment.offset_index.lookup(start_offset)
         for _, batch in segment.log.batches(position):
             self._throttle(batch.size_bytes)
@@ -228,21 +252,22 @@ class Cleaner:
                 stats.map_messages_read += batch.records_count
                 self._unmapped_batches.add(batch.base_offset)
             elif (dedupe_keys and batch.base_offset >= start_offset and fits_offset(batch.last_offset)
+                  and (self._pending_first < 0 or batch.last_offset - self._pending_first <= _MAX_MAP_SPAN)
                   and offset_map.size + len(pending) + batch.records_count <= capacity):
-                if pending_first < 0:
-                    pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118
+                if self._pending_first < 0:
+                    self._pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118
                 for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
                     pending[key] = offset
                 pending.pop(None, None)
-                pending_last = batch.last_offset
+                self._pending_last = batch.last_offset
+                self._pending_bytes += batch.size_bytes
                 stats.map_messages_read += batch.records_count
-                if len(pending) >= dedupe_keys:
-                    offset_map.put_latest(pending, pending_first, pending_last)
-                    pending, pending_first = {}, -1
+                if len(pending) >= dedupe_keys or self._pending_bytes >= _DEDUPE_LOG_BYTES:
+                    self._flush_pending()
+                    pending = self._pending
             else:
-                if pending:
-                    offset_map.put_latest(pending, pending_first, pending_last)
-                    pending, pending_first = {}, -1
+                self._flush_pending()
+                pending = self._pending
                 if offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
                     stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
                 else:
@@ -253,13 +278,8 @@ class Cleaner:
                             put(key, offset)
                         stats.map_messages_read += 1
             if batch.last_offset >= start_offset:
-                if pending:
-                    pending_last = batch.last_offset
-                else:
-                    offset_map.update_latest_offset(batch.last_offset)
+                self._advance_latest_offset(batch.last_offset)
             stats.map_bytes_read += batch.size_bytes
-        if pending:
-            offset_map.put_latest(pending, pending_first, pending_last)
         return False
 
     # ------------------------------------------------------------- second pass
