@@ -18,7 +18,7 @@ quiet): ~135k records/s (16 MB/s) for a whole round: map pass ~290k rec/s, recop
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -419,9 +419,13 @@ class Cleaner:
         latest_bits = None if batch.base_offset in self._unmapped_batches else offset_map.latest_offset_bits()
         bits_base, bits_end, bits = latest_bits if latest_bits is not None else (0, 0, bytearray())
         bits_end = min(bits_end, latest_offset + 1)
-        found = iter(offset_map.get_many([
-            record.key for record in records if record.key is not None
-            and record.offset <= latest_offset and not bits_base <= record.offset < bits_end]))
+        found: Iterator[int]
+        if bits_base <= batch.base_offset and batch.last_offset < bits_end:
+            found = iter(())  # every offset of the batch is answered by the bitmap
+        else:
+            found = iter(offset_map.get_many([
+                record.key for record in records if record.key is not None
+                and record.offset <= latest_offset and not bits_base <= record.offset < bits_end]))
         retained: list[RecordLike] = []
         keep_record = retained.append
         contains_tombstones = False
