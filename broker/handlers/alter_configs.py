@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.context import BrokerContext
@@ -19,19 +20,31 @@ def reject_non_topic(resource_type: int) -> None:
         raise InvalidRequestError(f"Unsupported resource type {resource_type}")
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+def full_overrides(_ctx: BrokerContext, _topic: str, configs: Any) -> dict[str, str]:
+    """AlterConfigs semantics: the request's configs are the topic's new override set."""
+    overrides: dict[str, str] = {}
+    for config in configs:
+        if config.value is None:
+            raise InvalidConfigError(f"Null value not supported for: {config.name}")
+        overrides[config.name] = config.value
+    return overrides
+
+
+async def alter_resources(
+    ctx: BrokerContext,
+    event: RequestReceived,
+    api_key: ApiKey,
+    new_overrides: Callable[[BrokerContext, str, Any], dict[str, str]],
+) -> Any:
+    """Apply `new_overrides` to each topic resource; errors land on that resource only."""
     request = event.request
-    cls = response_class(ApiKey.ALTER_CONFIGS, event.api_version)
+    cls = response_class(api_key, event.api_version)
     responses = []
     for resource in request.resources:
         code, message = ErrorCode.NONE, None
         try:
             reject_non_topic(resource.resource_type)
-            overrides: dict[str, str] = {}
-            for config in resource.configs:
-                if config.value is None:
-                    raise InvalidConfigError(f"Null value not supported for: {config.name}")
-                overrides[config.name] = config.value
+            overrides = new_overrides(ctx, resource.resource_name, resource.configs)
             await ctx.admin.alter_topic_config(resource.resource_name, overrides, request.validate_only)
         except KafkaError as error:
             code, message = error.error_code, error.message or None
@@ -42,3 +55,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             )
         )
     return cls(throttle_time_ms=0, responses=responses)
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    return await alter_resources(ctx, event, ApiKey.ALTER_CONFIGS, full_overrides)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.handlers.alter_configs import reject_non_topic
+from broker.handlers.alter_configs import alter_resources
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
-from protocol.messages import response_class
+from protocol.errors import InvalidConfigError, InvalidRequestError
 from storage.config_def import ConfigType
 from storage.log_config import TOPIC_CONFIG_DEF, LogConfig
 
@@ -53,21 +52,4 @@ def apply_operations(ctx: BrokerContext, topic: str, configs: Any) -> dict[str, 
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
-    request = event.request
-    cls = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, event.api_version)
-    responses = []
-    for resource in request.resources:
-        code, message = ErrorCode.NONE, None
-        try:
-            reject_non_topic(resource.resource_type)
-            overrides = apply_operations(ctx, resource.resource_name, resource.configs)
-            await ctx.admin.alter_topic_config(resource.resource_name, overrides, request.validate_only)
-        except KafkaError as error:
-            code, message = error.error_code, error.message or None
-        responses.append(
-            cls.AlterConfigsResourceResponse(
-                error_code=code, error_message=message,
-                resource_type=resource.resource_type, resource_name=resource.resource_name,
-            )
-        )
-    return cls(throttle_time_ms=0, responses=responses)
+    return await alter_resources(ctx, event, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations)
