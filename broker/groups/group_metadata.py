@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -161,6 +163,18 @@ class GroupMetadata:
             return False
         current = self.static_members.get(instance_id)
         return current is not None and current != member_id
+
+    def member_error(self, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """Kafka's checks, in Kafka's order, that a request comes from a current member of this generation."""
+        if self.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.is_static_member_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not self.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != self.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
 
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(member.is_awaiting_join for member in self.members.values())

@@ -87,23 +87,18 @@ class GroupOffsets:
         for tp in accepted:
             results[tp] = store_error
         if group.generation_id >= 0 and group.has(member_id):
-            self.coordinator._schedule_heartbeat(group, group.members[member_id])
+            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
         return {tp: results[tp] for tp in offsets}
 
     @staticmethod
     def _validate_commit(
         group: GroupMetadata, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> ErrorCode:
-        if group.is_(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_(GroupState.EMPTY):
+        if generation_id < 0 and group.is_(GroupState.EMPTY):  # a simple (non-member) commit
             return ErrorCode.NONE
-        if group.is_static_member_fenced(member_id, group_instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        error = group.member_error(member_id, group_instance_id, generation_id)
+        if error is not ErrorCode.NONE:
+            return error
         if group.is_(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE

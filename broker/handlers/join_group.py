@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.groups.group_coordinator import JoinGroupResult
+from broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
@@ -27,19 +27,17 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
         if not future.done():
             future.set_result(result)
 
-    coordinator.handle_join_group(
-        request.group_id,
-        request.member_id,
-        request.group_instance_id if version >= 5 else None,
-        version >= 4,
-        event.client_id or "",
-        CLIENT_HOST,
-        request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
-        request.session_timeout_ms,
-        request.protocol_type,
-        [(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
-        respond,
+    join_request = JoinGroupRequestData(
+        group_instance_id=request.group_instance_id if version >= 5 else None,
+        require_known_member_id=version >= 4,
+        client_id=event.client_id or "",
+        client_host=CLIENT_HOST,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
+        session_timeout_ms=request.session_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=[(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
     )
+    coordinator.handle_join_group(request.group_id, request.member_id, join_request, respond)
     result = await future
     cls = response_class(ApiKey.JOIN_GROUP, version)
     ok = result.error is ErrorCode.NONE

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.groups.group_coordinator import SyncGroupResult
+from broker.groups.join_sync_messages import SyncGroupResult
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode

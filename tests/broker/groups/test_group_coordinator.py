@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from broker.groups.config import GroupConfig
-from broker.groups.group_coordinator import GroupCoordinator, JoinGroupResult, SyncGroupResult
+from broker.groups.group_coordinator import GroupCoordinator
 from broker.groups.group_metadata import GroupState
 from broker.groups.group_metadata_manager import GroupMetadataManager
 from broker.groups.group_offsets import CommitRequest, GroupOffsets
+from broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult, SyncGroupResult
 from broker.groups.offsets_topic import MemoryOffsetsTopic
 from broker.groups.scheduler import ManualScheduler
 from protocol.errors import ErrorCode
@@ -37,10 +38,10 @@ class Harness:
         protocols: list[tuple[str, bytes]] | None = None, require_known: bool = True,
     ) -> list[JoinGroupResult]:
         out: list[JoinGroupResult] = []
-        self.coordinator.handle_join_group(
-            group, member_id, instance, require_known, "client", "/127.0.0.1", 2000, session_ms,
-            "consumer", protocols or PROTOCOLS, out.append,
+        request = JoinGroupRequestData(
+            instance, require_known, "client", "/127.0.0.1", 2000, session_ms, "consumer", protocols or PROTOCOLS
         )
+        self.coordinator.handle_join_group(group, member_id, request, out.append)
         return out
 
     def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,

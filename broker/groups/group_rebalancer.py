@@ -1,0 +1,187 @@
+"""`GroupRebalancer`: the timer-driven half of the group coordinator — session timeouts, the delayed
+join (with `group.initial.rebalance.delay.ms`) and the completion of a rebalance.
+
+Modelled on Apache Kafka's GroupCoordinator (prepareRebalance, onCompleteJoin, heartbeat expiry). The
+`GroupCoordinator` calls in when a request changes membership; `Scheduler` timers call in when a session
+or a rebalance times out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from broker.groups.join_sync_messages import JoinGroupResult, SyncGroupResult
+from broker.groups.scheduler import Cancellable
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.groups.group_coordinator import GroupCoordinator
+
+
+class GroupRebalancer:
+    """Owns every member's session timer and every group's delayed-join timer.
+
+    Reads config, clock, scheduler and group cache through its `GroupCoordinator` (the config may be
+    replaced at runtime). Event-loop thread only; not thread-safe.
+    """
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self._heartbeat_timers: dict[tuple[str, str], Cancellable] = {}
+        self._join_timers: dict[str, Cancellable] = {}
+        self._in_initial_delay: set[str] = set()
+
+    def cancel_all(self) -> None:
+        for timer in [*self._heartbeat_timers.values(), *self._join_timers.values()]:
+            timer.cancel()
+        self._heartbeat_timers.clear()
+        self._join_timers.clear()
+
+    def _now_ms(self) -> int:
+        return self.coordinator.clock.time_ms()
+
+    def _call_later(self, delay_ms: int, callback: Callable[[], None]) -> Cancellable:
+        return self.coordinator.scheduler.call_later(delay_ms, callback)
+
+    # -- rebalance ---------------------------------------------------------------------------------------
+    def rebalance(self, group: GroupMetadata) -> None:
+        """Membership changed by a join: start a rebalance if the state allows, finish it if all are in."""
+        self.maybe_prepare_rebalance(group)
+        self.try_complete_join(group)
+
+    def maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group)
+
+    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            self.propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        was_empty = group.is_(GroupState.EMPTY)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self._now_ms())
+        group.rebalance_epoch += 1
+        epoch = group.rebalance_epoch
+        rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        self._cancel_join_timer(group.group_id)
+        initial_delay_ms = self.coordinator.config.initial_rebalance_delay_ms
+        if was_empty and initial_delay_ms > 0:
+            remaining_ms = max(rebalance_timeout_ms - initial_delay_ms, 0)
+            group.new_member_added = False
+            self._in_initial_delay.add(group.group_id)
+            self._join_timers[group.group_id] = self._call_later(
+                initial_delay_ms,
+                lambda: self._on_initial_delay_expired(group, epoch, initial_delay_ms, remaining_ms),
+            )
+        else:
+            self._in_initial_delay.discard(group.group_id)
+            self._join_timers[group.group_id] = self._call_later(
+                rebalance_timeout_ms, lambda: self._on_join_expired(group, epoch)
+            )
+
+    def _cancel_join_timer(self, group_id: str) -> None:
+        timer = self._join_timers.pop(group_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _on_initial_delay_expired(self, group: GroupMetadata, epoch: int, delay_ms: int, remaining_ms: int) -> None:
+        if group.rebalance_epoch != epoch or not group.is_(GroupState.PREPARING_REBALANCE):
+            return
+        if group.new_member_added and remaining_ms > 0:
+            group.new_member_added = False
+            next_delay_ms = min(delay_ms, remaining_ms)
+            self._join_timers[group.group_id] = self._call_later(
+                next_delay_ms,
+                lambda: self._on_initial_delay_expired(group, epoch, delay_ms, remaining_ms - next_delay_ms),
+            )
+            return
+        self._complete_join(group)
+
+    def _on_join_expired(self, group: GroupMetadata, epoch: int) -> None:
+        if group.rebalance_epoch == epoch and group.is_(GroupState.PREPARING_REBALANCE):
+            self._complete_join(group)
+
+    def try_complete_join(self, group: GroupMetadata) -> None:
+        """Complete the delayed join early once every member rejoined (never during the initial delay)."""
+        if (
+            group.is_(GroupState.PREPARING_REBALANCE)
+            and group.group_id not in self._in_initial_delay
+            and group.all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join(self, group: GroupMetadata) -> None:
+        self._in_initial_delay.discard(group.group_id)
+        self._cancel_join_timer(group.group_id)
+        for member in group.not_yet_rejoined():
+            self.cancel_heartbeat(group.group_id, member.member_id)
+            group.remove(member.member_id)
+        if group.is_(GroupState.DEAD):
+            return
+        group.init_next_generation(self._now_ms())
+        if group.is_(GroupState.EMPTY):
+            self.coordinator.manager.store_group(group, {})
+            return
+        for member in list(group.members.values()):
+            callback = member.join_callback
+            member.join_callback = None
+            member.is_new = False
+            if callback is not None:
+                callback(JoinGroupResult.for_member(group, member))
+            self.schedule_heartbeat(group, member)
+
+    def propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
+        for member in group.members.values():
+            if member.sync_callback is not None:
+                callback, member.sync_callback = member.sync_callback, None
+                callback(SyncGroupResult(error))
+                self.schedule_heartbeat(group, member)
+
+    def remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        if member.join_callback is not None:
+            callback, member.join_callback = member.join_callback, None
+            callback(JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        group.remove(member.member_id)
+        self.cancel_heartbeat(group.group_id, member.member_id)
+        if group.is_(GroupState.STABLE) or group.is_(GroupState.COMPLETING_REBALANCE):
+            self.maybe_prepare_rebalance(group)
+        elif group.is_(GroupState.PREPARING_REBALANCE):
+            self.try_complete_join(group)
+
+    # -- session timeouts --------------------------------------------------------------------------------
+    def schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+        key = (group.group_id, member.member_id)
+        previous = self._heartbeat_timers.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        delay_ms = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.heartbeat_deadline_ms = self.coordinator.clock.monotonic_ms() + delay_ms
+        self._heartbeat_timers[key] = self._call_later(delay_ms, lambda: self._on_heartbeat_expired(group, member))
+
+    def cancel_heartbeat(self, group_id: str, member_id: str) -> None:
+        timer = self._heartbeat_timers.pop((group_id, member_id), None)
+        if timer is not None:
+            timer.cancel()
+
+    def _on_heartbeat_expired(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        if group.members.get(member.member_id) is not member:
+            return
+        self._heartbeat_timers.pop((group.group_id, member.member_id), None)
+        if member.is_awaiting_join and not member.is_new:
+            # Kafka keeps a member alive while it waits in a rebalance; the rebalance timeout governs it.
+            self.schedule_heartbeat(group, member)
+            return
+        if member.is_awaiting_sync:
+            self.schedule_heartbeat(group, member)
+            return
+        self.remove_member_and_update_group(group, member)
+
+    def schedule_pending_expiry(self, group: GroupMetadata, member_id: str, session_timeout_ms: int) -> None:
+        """A MEMBER_ID_REQUIRED member that does not rejoin within its session timeout is forgotten."""
+
+        def expire() -> None:
+            if member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self.try_complete_join(group)
+
+        self._heartbeat_timers[(group.group_id, member_id)] = self._call_later(session_timeout_ms, expire)
