@@ -19,6 +19,7 @@ LONG_MAX = 9_223_372_036_854_775_807
 INT_MAX = 2_147_483_647
 DOUBLE_MAX = 1.7976931348623157e308
 _ONE_MIB = 1024 * 1024
+WORKER_PROCESSES = "minikafka.log.cleaner.worker.processes"
 
 CLEANER_CONFIG_DEF = ConfigDef(
     [
@@ -45,6 +46,10 @@ CLEANER_CONFIG_DEF = ConfigDef(
                   "The minimum time a message will remain uncompacted in the log."),
         ConfigKey("log.cleaner.max.compaction.lag.ms", ConfigType.LONG, LONG_MAX, at_least(1),
                   "The maximum time a message will remain ineligible for compaction in the log."),
+        ConfigKey(WORKER_PROCESSES, ConfigType.BOOLEAN, True, None,
+                  "Run each cleaner thread's cleaning passes in its own worker process (minikafka only), so "
+                  "cleaning does not compete with the broker's event loop for the GIL; false cleans in the "
+                  "cleaner thread itself."),
     ]
 )
 
@@ -53,7 +58,8 @@ CLEANER_CONFIG_DEF = ConfigDef(
 class CleanerConfig:
     """The broker's `log.cleaner.*` settings. Immutable value object; safe to share between threads.
 
-    Attribute names are the Kafka keys without the `log.cleaner.` prefix, dots replaced by underscores.
+    Attribute names are the Kafka keys without the `log.cleaner.` prefix (and the project-only key without
+    `minikafka.log.cleaner.`), dots replaced by underscores.
     """
 
     enable: bool = True
@@ -67,15 +73,18 @@ class CleanerConfig:
     delete_retention_ms: int = 86_400_000
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
+    #: `minikafka.log.cleaner.worker.processes`: clean in one worker process per cleaner thread
+    worker_processes: bool = True
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> CleanerConfig:
-        """Parse the `log.cleaner.*` keys of broker properties; other keys are ignored.
+        """Parse the `log.cleaner.*` keys (and `minikafka.log.cleaner.worker.processes`) of broker properties;
+        other keys are ignored.
 
         Raises InvalidConfigError naming the key, the value and the rule.
         """
         parsed: dict[str, Any] = CLEANER_CONFIG_DEF.parse(props)
-        config = cls(**{name.removeprefix("log.cleaner.").replace(".", "_"): value
+        config = cls(**{name.removeprefix("minikafka.").removeprefix("log.cleaner.").replace(".", "_"): value
                         for name, value in parsed.items()})
         config.validate()
         return config

@@ -3,10 +3,11 @@
 Each of `log.cleaner.threads` plain threads loops as Kafka's `CleanerThread.doWork`: serve a pending manual
 compaction or grab the filthiest eligible partition (dirty ratio above `min.cleanable.dirty.ratio`, or
 overdue by `max.compaction.lag.ms`; `min.compaction.lag.ms` and the LSO always honoured), clean it with its
-own `Cleaner` and `OffsetMap`, swap each cleaned group in as soon as it is written (storage's crash-safe
-`replace_segments`), checkpoint the round's end offset, log Kafka's statistics block; then run retention of
-every compacted log (`compact,delete` deletes by time/size, `compact` only below the log start offset);
-sleep `log.cleaner.backoff.ms` when nothing was cleaned. All threads share one I/O `Throttler`.
+own `Cleaner` and `OffsetMap` (in the thread's worker process, `cleaner.clean_worker`, unless
+`minikafka.log.cleaner.worker.processes=false`), swap each cleaned group in as soon as it is written
+(storage's crash-safe `replace_segments`), checkpoint the round's end offset, log Kafka's statistics block;
+then run retention of every compacted log (`compact,delete` deletes by time/size, `compact` only below the
+log start offset); sleep `log.cleaner.backoff.ms` when nothing was cleaned. All threads share one I/O `Throttler`.
 
 A failing partition never kills a thread: it is retried with exponential backoff, then reported uncleanable
 (`LogCleanerManager`). A partition deleted while it is being cleaned aborts the round quietly.
@@ -21,7 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cleaner.cleaner import CleanedGroup, Cleaner, LastProducerRecord
+from cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
+from cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
 from cleaner.cleaner_manager import (
     CleaningState,
     LogCleanerManager,
@@ -39,7 +41,6 @@ from cleaner.throttler import Throttler
 from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from storage.clock import Clock
 from storage.log_manager import LogManager
-from storage.log_segment import LogSegment
 from storage.unified_log import UnifiedLog
 
 logger = logging.getLogger("cleaner.log_cleaner")
@@ -98,6 +99,8 @@ class CleanerThread:
 
     index: int
     cleaner: Cleaner | None = None
+    #: the worker process that runs this thread's rounds (`minikafka.log.cleaner.worker.processes`)
+    process: CleanWorker | None = None
     current: TopicPartition | None = None
     last_stats: CleanerStats = field(default_factory=CleanerStats)
     last_pre_clean_stats: PreCleanStats = field(default_factory=PreCleanStats)
@@ -149,6 +152,8 @@ class LogCleaner:
         for worker in self.workers:
             if worker.thread is not None:
                 worker.thread.join(timeout_s)
+            if worker.process is not None and (worker.thread is None or not worker.thread.is_alive()):
+                worker.process.close()
         self._running = False
 
     def validate_reconfiguration(self, new_config: CleanerConfig) -> None:
@@ -184,8 +189,20 @@ class LogCleaner:
                                      throttle=self.throttler.maybe_throttle)
         return worker.cleaner
 
+    def _process_for(self, worker: CleanerThread) -> CleanWorker:
+        if worker.process is None:
+            worker.process = CleanWorker(self.config.dedupe_buffer_bytes_per_thread,
+                                         self.config.io_buffer_load_factor,
+                                         name=f"kafka-log-cleaner-worker-{worker.index}")
+        return worker.process
+
     def _run(self, worker: CleanerThread) -> None:
         try:
+            if self.config.worker_processes:
+                try:
+                    self._process_for(worker).start()
+                except Exception:  # the first round tries again and fails like any cleaning error
+                    logger.exception("Cleaner %d: could not start its worker process", worker.index)
             while not self._shutdown.is_set():
                 if not self.run_once(worker):
                     with self._wake:
@@ -251,7 +268,6 @@ class LogCleaner:
         tp = (log.topic, log.partition)
         name = log.topic_partition
         worker.current = tp
-        cleaner = self._cleaner_for(worker)
         to_clean = candidate.log_to_clean
         logger.info("Cleaner %d: Beginning cleaning of log %s", worker.index, name)
         producers = {pid: LastProducerRecord(entry.last_data_offset if entry.batches else None, entry.producer_epoch)
@@ -259,15 +275,9 @@ class LogCleaner:
         tombstones = 0
         horizon_ms: int | None = None
 
-        def swap(group: CleanedGroup) -> None:
+        def swap(group: CleanedGroup, counted: tuple[int, int | None]) -> None:
             nonlocal tombstones, horizon_ms
-            try:
-                self._check_done(worker)
-            except BaseException:
-                group.cleaned.close()
-                group.cleaned.delete()
-                raise
-            count, group_horizon_ms = _count_tombstones(group.cleaned)
+            count, group_horizon_ms = counted
             tombstones += count
             if group_horizon_ms is not None:
                 horizon_ms = group_horizon_ms if horizon_ms is None else min(horizon_ms, group_horizon_ms)
@@ -275,10 +285,32 @@ class LogCleaner:
                         group.cleaned.base_offset, [s.base_offset for s in group.sources], name)
             log.replace_segments([group.cleaned], group.sources)
 
-        result = cleaner.clean(
-            log.segments(), first_dirty_offset=to_clean.first_dirty_offset,
-            first_uncleanable_offset=to_clean.first_uncleanable_offset, now_ms=self.clock.time_ms(),
-            config=log.config, producers=producers, on_group_cleaned=swap)
+        def swap_in_thread(group: CleanedGroup) -> None:
+            try:
+                self._check_done(worker)
+            except BaseException:
+                group.cleaned.close()
+                group.cleaned.delete()
+                raise
+            swap(group, count_tombstones(group.cleaned))
+
+        def swap_from_process(group: CleanedGroup, done: GroupDone) -> None:
+            swap(group, (done.tombstones, done.tombstone_horizon_ms))  # check_done ran before the hand-over
+
+        result: CleaningResult
+        if self.config.worker_processes:
+            result = self._process_for(worker).clean(
+                log.segments(), first_dirty_offset=to_clean.first_dirty_offset,
+                first_uncleanable_offset=to_clean.first_uncleanable_offset, now_ms=self.clock.time_ms(),
+                config=log.config, producers=producers, check_done=lambda: self._check_done(worker),
+                throttle=self.throttler.maybe_throttle,
+                throttle_rate_per_sec=self.throttler.desired_rate_per_sec,
+                on_group_cleaned=swap_from_process).result
+        else:
+            result = self._cleaner_for(worker).clean(
+                log.segments(), first_dirty_offset=to_clean.first_dirty_offset,
+                first_uncleanable_offset=to_clean.first_uncleanable_offset, now_ms=self.clock.time_ms(),
+                config=log.config, producers=producers, on_group_cleaned=swap_in_thread)
         stats = result.stats
         worker.last_stats = stats
         text = stats.format(worker.index, name, to_clean.first_dirty_offset, result.end_offset)
@@ -394,8 +426,12 @@ class LogCleaner:
     def _serve_alone(self, request: CompactionRequest) -> None:
         """Cleaner disabled: a one-off worker (with its own map) serves the request and exits."""
         worker = CleanerThread(-1)
-        for partition in request.partitions:
-            request.finish(self._compact_now(worker, request.topic, partition))
+        try:
+            for partition in request.partitions:
+                request.finish(self._compact_now(worker, request.topic, partition))
+        finally:
+            if worker.process is not None:
+                worker.process.close()
 
     def _serve_manual(self, worker: CleanerThread) -> bool:
         with self._lock:
@@ -499,18 +535,3 @@ class LogCleaner:
                 config.max_compaction_lag_ms, record))
         return statuses
 
-
-def _count_tombstones(segment: LogSegment) -> tuple[int, int | None]:
-    """Tombstones in a cleaned segment and their earliest delete horizon (only batches stamped with a
-    horizon can hold them); transaction markers awaiting their horizon count for the horizon only."""
-    count = 0
-    horizon_ms: int | None = None
-    for _, batch in segment.log.batches(0):
-        batch_horizon_ms = batch.delete_horizon_ms
-        if batch_horizon_ms is None:
-            continue
-        tombstones = 0 if batch.is_control else sum(1 for record in batch.records() if record.value is None)
-        if tombstones or batch.is_control:
-            count += tombstones
-            horizon_ms = batch_horizon_ms if horizon_ms is None else min(horizon_ms, batch_horizon_ms)
-    return count, horizon_ms
