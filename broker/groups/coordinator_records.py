@@ -9,7 +9,8 @@ v4 being flexible) is readable. A null value is a tombstone. Pure functions; thr
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -19,54 +20,65 @@ GROUP_METADATA_VALUE_VERSION = 3
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
+_LATEST = 1 << 15
+
+
+def _wire(kind: str, since: int = 0, until: int = _LATEST, absent: Any = None) -> dict[str, Any]:
+    """A field's layout: `kind` names the `_Writer`/`_Reader` method; versions outside [since, until]
+    do not carry the field, and a reader of such a version gets `absent`."""
+    return {"kind": kind, "since": since, "until": until, "absent": absent}
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
-    group: str
-    topic: str
-    partition: int
+    group: str = field(metadata=_wire("string"))
+    topic: str = field(metadata=_wire("string"))
+    partition: int = field(metadata=_wire("int32"))
 
 
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
-    group: str
+    group: str = field(metadata=_wire("string"))
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int = -1
+    offset: int = field(metadata=_wire("int64"))
+    leader_epoch: int = field(metadata=_wire("int32", since=3, absent=-1))
+    metadata: str = field(metadata=_wire("string"))
+    commit_timestamp_ms: int = field(metadata=_wire("int64"))
+    expire_timestamp_ms: int = field(default=-1, metadata=_wire("int64", since=1, until=1, absent=-1))
 
 
 @dataclass(frozen=True, slots=True)
 class MemberMetadataValue:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    subscription: bytes
-    assignment: bytes
+    member_id: str = field(metadata=_wire("string"))
+    group_instance_id: str | None = field(metadata=_wire("nullable_string", since=3))
+    client_id: str = field(metadata=_wire("string"))
+    client_host: str = field(metadata=_wire("string"))
+    #: Before v1 there is none: the session timeout stands in (see `_read_member`).
+    rebalance_timeout_ms: int = field(metadata=_wire("int32", since=1, absent=-1))
+    session_timeout_ms: int = field(metadata=_wire("int32"))
+    subscription: bytes = field(metadata=_wire("bytes_"))
+    assignment: bytes = field(metadata=_wire("bytes_"))
 
 
 @dataclass(frozen=True, slots=True)
 class GroupMetadataValue:
-    protocol_type: str
-    generation: int
-    protocol: str | None
-    leader: str | None
-    current_state_timestamp_ms: int
-    members: tuple[MemberMetadataValue, ...]
+    protocol_type: str = field(metadata=_wire("string"))
+    generation: int = field(metadata=_wire("int32"))
+    protocol: str | None = field(metadata=_wire("nullable_string"))
+    leader: str | None = field(metadata=_wire("nullable_string"))
+    current_state_timestamp_ms: int = field(metadata=_wire("int64", since=2, absent=-1))
+    #: An array after the fields above; written and read by hand.
+    members: tuple[MemberMetadataValue, ...] = ()
 
 
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, version: int) -> None:
         self.out = bytearray()
+        self.version = version
+        self.int16(version)
 
     def int16(self, value: int) -> None:
         self.out += _INT16.pack(value)
@@ -85,16 +97,29 @@ class _Writer:
         self.int16(len(data))
         self.out += data
 
+    nullable_string = string
+
     def bytes_(self, value: bytes) -> None:
         self.int32(len(value))
         self.out += value
 
+    def fields(self, value: Any) -> _Writer:
+        """Every wire field of the dataclass `value` that this version carries, in declaration order."""
+        for spec in fields(value):
+            wire = spec.metadata
+            if wire and wire["since"] <= self.version <= wire["until"]:
+                getattr(self, wire["kind"])(getattr(value, spec.name))
+        return self
+
 
 class _Reader:
-    def __init__(self, data: bytes, flexible: bool = False) -> None:
+    """Reads one record; the leading int16 version decides the layout (v4 and later are flexible)."""
+
+    def __init__(self, data: bytes, flexible_from: int = 4) -> None:
         self.data = memoryview(data)
         self.position = 0
-        self.flexible = flexible
+        self.version = self.int16()
+        self.flexible = self.version >= flexible_from
 
     def _take(self, size: int) -> memoryview:
         if size < 0 or self.position + size > len(self.data):
@@ -149,111 +174,65 @@ class _Reader:
             self.uvarint()
             self._take(self.uvarint())
 
+    def fields(self, cls: type) -> dict[str, Any]:
+        """The wire fields of dataclass `cls` as this version lays them out, by name."""
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            wire = spec.metadata
+            if wire:
+                carried = wire["since"] <= self.version <= wire["until"]
+                values[spec.name] = getattr(self, wire["kind"])() if carried else wire["absent"]
+        return values
+
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    writer = _Writer()
-    writer.int16(OFFSET_COMMIT_KEY_VERSION)
-    writer.string(key.group)
-    writer.string(key.topic)
-    writer.int32(key.partition)
-    return bytes(writer.out)
+    return bytes(_Writer(OFFSET_COMMIT_KEY_VERSION).fields(key).out)
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
-    writer = _Writer()
-    writer.int16(GROUP_METADATA_KEY_VERSION)
-    writer.string(key.group)
-    return bytes(writer.out)
+    return bytes(_Writer(GROUP_METADATA_KEY_VERSION).fields(key).out)
 
 
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
     """The typed key, or None for a record type the group coordinator does not own (e.g. KIP-848 records)."""
-    reader = _Reader(data)
-    version = reader.int16()
-    if version in (0, 1):
-        return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
-    if version == 2:
-        return GroupMetadataKey(reader.string())
+    reader = _Reader(data, flexible_from=_LATEST)
+    if reader.version in (0, 1):
+        return OffsetCommitKey(**reader.fields(OffsetCommitKey))
+    if reader.version == 2:
+        return GroupMetadataKey(**reader.fields(GroupMetadataKey))
     return None
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
-    writer = _Writer()
-    writer.int16(OFFSET_COMMIT_VALUE_VERSION)
-    writer.int64(value.offset)
-    writer.int32(value.leader_epoch)
-    writer.string(value.metadata)
-    writer.int64(value.commit_timestamp_ms)
-    return bytes(writer.out)
+    return bytes(_Writer(OFFSET_COMMIT_VALUE_VERSION).fields(value).out)
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
-    version = _INT16.unpack_from(data)[0]
-    reader = _Reader(data[2:], flexible=version >= 4)
-    offset = reader.int64()
-    leader_epoch = reader.int32() if version >= 3 else -1
-    metadata = reader.string()
-    commit_timestamp_ms = reader.int64()
-    expire_timestamp_ms = reader.int64() if version == 1 else -1
-    return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)
+    return OffsetCommitValue(**_Reader(data).fields(OffsetCommitValue))
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
-    writer = _Writer()
-    writer.int16(GROUP_METADATA_VALUE_VERSION)
-    writer.string(value.protocol_type)
-    writer.int32(value.generation)
-    writer.string(value.protocol)
-    writer.string(value.leader)
-    writer.int64(value.current_state_timestamp_ms)
+    writer = _Writer(GROUP_METADATA_VALUE_VERSION).fields(value)
     writer.int32(len(value.members))
     for member in value.members:
-        writer.string(member.member_id)
-        writer.string(member.group_instance_id)
-        writer.string(member.client_id)
-        writer.string(member.client_host)
-        writer.int32(member.rebalance_timeout_ms)
-        writer.int32(member.session_timeout_ms)
-        writer.bytes_(member.subscription)
-        writer.bytes_(member.assignment)
+        writer.fields(member)
     return bytes(writer.out)
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
-    version = _INT16.unpack_from(data)[0]
-    reader = _Reader(data[2:], flexible=version >= 4)
-    protocol_type = reader.string()
-    generation = reader.int32()
-    protocol = reader.nullable_string()
-    leader = reader.nullable_string()
-    current_state_timestamp_ms = reader.int64() if version >= 2 else -1
-    members = []
-    for _index in range(max(reader.array_length(), 0)):
-        member_id = reader.string()
-        group_instance_id = reader.nullable_string() if version >= 3 else None
-        client_id = reader.string()
-        client_host = reader.string()
-        rebalance_timeout_ms = reader.int32() if version >= 1 else -1
-        session_timeout_ms = reader.int32()
-        if rebalance_timeout_ms < 0:
-            rebalance_timeout_ms = session_timeout_ms
-        subscription = reader.bytes_()
-        assignment = reader.bytes_()
-        reader.skip_tagged_fields()
-        members.append(
-            MemberMetadataValue(
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                subscription,
-                assignment,
-            )
-        )
+    reader = _Reader(data)
+    header = reader.fields(GroupMetadataValue)
+    members = tuple(_read_member(reader) for _index in range(max(reader.array_length(), 0)))
     reader.skip_tagged_fields()
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp_ms, tuple(members))
+    return GroupMetadataValue(**header, members=members)
+
+
+def _read_member(reader: _Reader) -> MemberMetadataValue:
+    values = reader.fields(MemberMetadataValue)
+    if values["rebalance_timeout_ms"] < 0:
+        values["rebalance_timeout_ms"] = values["session_timeout_ms"]
+    reader.skip_tagged_fields()
+    return MemberMetadataValue(**values)
 
 
 def java_string_hash(text: str) -> int:

@@ -97,11 +97,9 @@ class GroupOffsets:
         if generation_id < 0 and group.is_(GroupState.EMPTY):  # a simple (non-member) commit
             return ErrorCode.NONE
         error = group.member_error(member_id, group_instance_id, generation_id)
-        if error is not ErrorCode.NONE:
-            return error
-        if group.is_(GroupState.COMPLETING_REBALANCE):
+        if error is ErrorCode.NONE and group.is_(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        return error
 
     # -- OffsetFetch -------------------------------------------------------------------------------------
     def handle_fetch_offsets(

@@ -16,28 +16,31 @@ from protocol.errors import ErrorCode
 
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequestData:
-    """One JoinGroup request's member description (all but the group and member ids)."""
+    """One JoinGroup request's member description (all but the group and member ids): the request's
+    fields in the JoinGroupRequest schema's order, then what the handler takes from the header and
+    the API version."""
 
-    group_instance_id: str | None
-    require_known_member_id: bool
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
     session_timeout_ms: int
+    rebalance_timeout_ms: int
+    group_instance_id: str | None
     protocol_type: str
     protocols: list[tuple[str, bytes]]
+    client_id: str
+    client_host: str
+    #: v4+: a member joining without an id first gets MEMBER_ID_REQUIRED (KIP-394).
+    require_known_member_id: bool
 
     def new_member(self, member_id: str) -> MemberMetadata:
         """The member this request describes, under `member_id`."""
         return MemberMetadata(
-            member_id,
-            self.group_instance_id,
-            self.client_id,
-            self.client_host,
-            self.rebalance_timeout_ms,
-            self.session_timeout_ms,
-            self.protocol_type,
-            self.protocols,
+            member_id=member_id,
+            group_instance_id=self.group_instance_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            session_timeout_ms=self.session_timeout_ms,
+            protocol_type=self.protocol_type,
+            protocols=self.protocols,
         )
 
 

@@ -28,14 +28,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             future.set_result(result)
 
     join_request = JoinGroupRequestData(
-        group_instance_id=request.group_instance_id if version >= 5 else None,
-        require_known_member_id=version >= 4,
-        client_id=event.client_id or "",
-        client_host=CLIENT_HOST,
-        rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
         session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
+        group_instance_id=request.group_instance_id if version >= 5 else None,
         protocol_type=request.protocol_type,
         protocols=[(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
+        client_id=event.client_id or "",
+        client_host=CLIENT_HOST,
+        require_known_member_id=version >= 4,
     )
     coordinator.handle_join_group(request.group_id, request.member_id, join_request, respond)
     result = await future

@@ -39,7 +39,9 @@ class Harness:
     ) -> list[JoinGroupResult]:
         out: list[JoinGroupResult] = []
         request = JoinGroupRequestData(
-            instance, require_known, "client", "/127.0.0.1", 2000, session_ms, "consumer", protocols or PROTOCOLS
+            session_timeout_ms=session_ms, rebalance_timeout_ms=2000, group_instance_id=instance,
+            protocol_type="consumer", protocols=protocols or PROTOCOLS, client_id="client",
+            client_host="/127.0.0.1", require_known_member_id=require_known,
         )
         self.coordinator.handle_join_group(group, member_id, request, out.append)
         return out
