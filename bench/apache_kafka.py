@@ -161,7 +161,7 @@ class ApacheKafka:
         log4j.write_text(SERVER_LOG4J2.format(log_file=self.server_log))
         if not (self.log_dir / "meta.properties").exists():
             tool = find_main_class(lib_dir, "kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool")
-            fmt_args = ["format", "-t", _kafka_uuid(), "-c", str(config)]
+            fmt_args = ["format", f"--cluster-id={_kafka_uuid()}", "-c", str(config)]
             fmt = java_command(lib_dir, tool, fmt_args, heap="256m")
             done = subprocess.run(fmt, capture_output=True, text=True, timeout=120)
             if done.returncode != 0:
@@ -236,7 +236,8 @@ def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None
 
 
 def _kafka_uuid() -> str:
-    """A random Kafka Uuid in its URL-safe base64 form (what `kafka-storage random-uuid` prints)."""
+    """A random Kafka Uuid in its URL-safe base64 form (what `kafka-storage random-uuid` prints). It may start
+    with "-", so pass it as `--cluster-id=<id>`, never as a separate argument."""
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
