@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,38 +13,12 @@ from cleaner.cleaner_manager import CleaningState
 from cleaner.config import CleanerConfig
 from cleaner.log_cleaner import LogCleaner
 from cleaner.throttler import Throttler
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
+from protocol.records import iter_batches
 from storage.clock import FakeClock
 from storage.log_manager import LogManager
 from storage.unified_log import UnifiedLog
-
-T0 = 1_700_000_000_000
-COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
-SMALL = CleanerConfig(dedupe_buffer_size=4 * 1024 * 1024, backoff_ms=100)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(T0)
-
-
-@pytest.fixture
-def log_manager(tmp_path: Path, clock: FakeClock) -> Iterator[LogManager]:
-    manager = LogManager(tmp_path / "data", {}, clock)
-    manager.startup()
-    yield manager
-    manager.shutdown()
-
-
-def produce(log: UnifiedLog, pairs: list[tuple[bytes, bytes | None]], timestamp_ms: int = T0) -> None:
-    records = [Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)]
-    log.append_as_leader(build_batch(records, base_offset=0))
-
-
-def latest(log: UnifiedLog) -> list[tuple[int, bytes | None, bytes | None]]:
-    data = log.read(log.log_start_offset, 1 << 30).records
-    return [(r.offset, r.key, r.value) for b in iter_batches(data) if not b.is_control for r in b.records()]
+from tests.cleaner.compacted_log import COMPACT, SMALL, T0, produce
+from tests.cleaner.compacted_log import read_all as latest
 
 
 def make_topic(log_manager: LogManager, name: str, overrides: dict[str, str] | None = None,

@@ -6,52 +6,25 @@ hole that a consumer's position skipped."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cleaner.config import CleanerConfig
 from cleaner.log_cleaner import LogCleaner
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
+from protocol.records import iter_batches
 from storage.clock import FakeClock
 from storage.log_config import LogConfig
 from storage.log_manager import LogManager
 from storage.log_segment import LogSegment
 from storage.unified_log import UnifiedLog
+from tests.cleaner.compacted_log import COMPACT, SMALL, T0, produce, read_all
 
-T0 = 1_700_000_000_000
 HOUR_MS = 3_600_000
-COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
-SMALL = CleanerConfig(dedupe_buffer_size=4 * 1024 * 1024, backoff_ms=100)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(T0)
-
-
-@pytest.fixture
-def log_manager(tmp_path: Path, clock: FakeClock) -> Iterator[LogManager]:
-    manager = LogManager(tmp_path / "data", {}, clock)
-    manager.startup()
-    yield manager
-    manager.shutdown()
 
 
 def make_log(directory: Path, clock: FakeClock, props: dict[str, str] | None = None) -> UnifiedLog:
     return UnifiedLog(directory, LogConfig.from_props(props or {}), clock=clock)
-
-
-def produce(log: UnifiedLog, pairs: list[tuple[bytes | None, bytes | None]], timestamp_ms: int = T0) -> None:
-    records = [Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)]
-    log.append_as_leader(build_batch(records, base_offset=0))
-
-
-def read_all(log: UnifiedLog) -> list[tuple[int, bytes | None, bytes | None]]:
-    data = log.read(log.log_start_offset, 1 << 30).records
-    return [(r.offset, r.key, r.value) for b in iter_batches(data) if not b.is_control for r in b.records()]
 
 
 def fetch_step(log: UnifiedLog, position: int, max_bytes: int,
