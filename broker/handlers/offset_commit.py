@@ -3,6 +3,7 @@ go to the group coordinator (generation/member checks, then one append to `__con
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from broker.context import BrokerContext
@@ -13,26 +14,39 @@ from protocol.errors import ErrorCode
 from protocol.messages import response_class
 
 
+def split_unknown_partitions(
+    ctx: BrokerContext, topics: Iterable[Any]
+) -> tuple[dict[tuple[str, int], ErrorCode], list[tuple[tuple[str, int], Any]]]:
+    """A request's partitions split into those this broker does not have (UNKNOWN_TOPIC_OR_PARTITION) and
+    the others, each with its request entry (topics with `name` and `partitions[].partition_index`)."""
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    known: list[tuple[tuple[str, int], Any]] = []
+    for topic in topics:
+        metadata = ctx.replica_manager.topic(topic.name)
+        for partition in topic.partitions:
+            tp = (topic.name, partition.partition_index)
+            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
+                unknown[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append((tp, partition))
+    return unknown, known
+
+
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator
     if coordinator.validate_group_status(request.group_id, allow_empty_id=True) is ErrorCode.NONE:
         await coordinator.manager.ensure_topic()
-    results: dict[tuple[str, int], ErrorCode] = {}
-    commits: dict[tuple[str, int], CommitRequest] = {}
-    for topic in request.topics:
-        metadata = ctx.replica_manager.topic(topic.name)
-        for partition in topic.partitions:
-            tp = (topic.name, partition.partition_index)
-            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
-                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                commits[tp] = CommitRequest(
-                    partition.committed_offset,
-                    partition.committed_leader_epoch if version >= 6 else -1,
-                    partition.committed_metadata,
-                )
+    results, known = split_unknown_partitions(ctx, request.topics)
+    commits = {
+        tp: CommitRequest(
+            partition.committed_offset,
+            partition.committed_leader_epoch if version >= 6 else -1,
+            partition.committed_metadata,
+        )
+        for tp, partition in known
+    }
     if commits:
         results.update(
             coordinator.offsets.handle_commit_offsets(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers.offset_commit import split_unknown_partitions
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
@@ -13,17 +14,8 @@ from protocol.messages import response_class
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
-    unknown: dict[tuple[str, int], ErrorCode] = {}
-    known: list[tuple[str, int]] = []
-    for topic in request.topics:
-        metadata = ctx.replica_manager.topic(topic.name)
-        for partition in topic.partitions:
-            tp = (topic.name, partition.partition_index)
-            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
-                unknown[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                known.append(tp)
-    error, results = ctx.group_coordinator.offsets.handle_delete_offsets(request.group_id, known)
+    unknown, known = split_unknown_partitions(ctx, request.topics)
+    error, results = ctx.group_coordinator.offsets.handle_delete_offsets(request.group_id, [tp for tp, _ in known])
     results.update(unknown)
     cls = response_class(ApiKey.OFFSET_DELETE, event.api_version)
     topic_cls = cls.OffsetDeleteResponseTopic
