@@ -8,8 +8,9 @@ own the round costs the broker's GIL nothing but a few pipe messages per MiB.
 Decisions (DESIGN decision 6, issue 4 item 3):
 - One long-lived worker per cleaner thread, started with the "spawn" context (the broker has threads and an
   event loop: it is never forked). The worker owns its `OffsetMap` (`dedupe_buffer_bytes_per_thread`), so the
-  broker process does not hold that memory. On Linux it asks for SIGKILL when its parent dies, so a broker
-  killed with -9 leaves no cleaner behind.
+  broker process does not hold that memory. On Linux it asks for SIGKILL when the thread that started it
+  ends (prctl PDEATHSIG), so a broker killed with -9 leaves no cleaner behind. It runs at nice +10: with the
+  GIL out of the way, the remaining contention is for CPUs, and there the event loop should win.
 - The parent sends a picklable `CleanJob`: partition directory, base offsets of the segments below the first
   uncleanable offset (the only ones a round reads: the map pass stops there and the recopy pass ends at the
   map's end offset), the round's offsets and `now_ms`, the four topic configs the core reads, the producer
@@ -43,6 +44,7 @@ import contextlib
 import ctypes
 import logging
 import multiprocessing
+import os
 import pickle
 import signal
 import sys
@@ -69,6 +71,8 @@ _POLL_S = 0.1
 _ABORT_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
+#: the worker's niceness increment: on a busy box the broker's event loop gets the CPU before the cleaner
+_WORKER_NICE = 10
 
 
 class CleanWorkerCrashedError(RuntimeError):
@@ -447,6 +451,8 @@ def _die_with_parent() -> None:
 def worker_main(conn: Connection, map_memory_bytes: int, load_factor: float) -> None:
     """The worker process: serve jobs until "stop" or until the parent goes away."""
     _die_with_parent()
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(_WORKER_NICE)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the broker, which stops us
     channel = _WorkerChannel(conn)
     clock = _JobClock()
