@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import struct
@@ -272,7 +273,10 @@ def dump_log(
     return DumpResult(stdout=done.stdout, stderr=done.stderr, rc=done.returncode)
 
 
-_PROBLEM_MARKERS = ("invalid bytes", "Mismatches", "Non-consecutive", "isvalid: false", "failed sanity check")
+_PROBLEM_MARKERS = ("invalid bytes", "Mismatches", "isvalid: false", "failed sanity check")
+# DumpLogSegments starts its "previous offset" at -1 for every file, so a segment whose base offset is not 0
+# is always reported as "-1 is followed by <base>"; only other pairs are real gaps.
+_NON_CONSECUTIVE_PAIR = re.compile(r"^\s*(-?\d+) is followed by (\d+)\s*$")
 
 
 def check_dump_clean(result: DumpResult) -> list[str]:
@@ -282,7 +286,10 @@ def check_dump_clean(result: DumpResult) -> list[str]:
         problems.append(f"kafka-dump-log exited with {result.rc}")
     for stream_name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         for line in text.splitlines():
-            if any(marker in line for marker in _PROBLEM_MARKERS) or (
+            pair = _NON_CONSECUTIVE_PAIR.match(line)
+            if pair is not None and pair.group(1) != "-1":
+                problems.append(f"{stream_name}: non-consecutive offsets: {line.strip()}")
+            elif any(marker in line for marker in _PROBLEM_MARKERS) or (
                 stream_name == "stderr" and ("Exception" in line or " ERROR " in line or "Error:" in line)
             ):
                 problems.append(f"{stream_name}: {line.strip()}")

@@ -77,3 +77,11 @@ def test_dump_log_reads_minikafka_segments(broker: Any, apache_kafka: ApacheKafk
     broker.stop()
     result = _assert_clean(_segment_files(Path(broker.data_dir), topic), apache_kafka.lib_dir)
     _assert_batches_cover(result, records)
+
+
+def test_check_dump_clean_ignores_the_tools_first_offset_report_but_not_real_gaps() -> None:
+    header = "Non-consecutive offsets in 00036.log\n"
+    first_of_segment = DumpResult(stdout="", stderr=header + "  -1 is followed by 36\n", rc=0)
+    real_gap = DumpResult(stdout="", stderr=header + "  37 is followed by 40\n", rc=0)
+    assert check_dump_clean(first_of_segment) == []
+    assert check_dump_clean(real_gap) == ["stderr: non-consecutive offsets: 37 is followed by 40"]

@@ -1,18 +1,17 @@
 """Apache Kafka's kafka-dump-log (DumpLogSegments) must read our segment, index and snapshot files.
 
-Needs `java` and a classpath with kafka-tools and its dependencies: `MINIKAFKA_KAFKA_CLASSPATH`, else
-`/tmp/kpom/lib/*` when present. Skips with a visible reason otherwise.
+Uses the official jars from Maven Central through bench/apache_kafka.py (skips with the reason when Java or
+Maven are missing). Multi-segment logs with indexes and producer-state snapshots, which the broker-level
+interop test (tests/interop/test_dump_log.py) does not reach.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from bench.apache_kafka import KafkaHarnessError, check_dump_clean, dump_log, ensure_kafka_jars
 from storage.clock import FakeClock
 from storage.log_config import LogConfig
 from storage.unified_log import UnifiedLog
@@ -21,27 +20,15 @@ from tests.storage.conftest import T0, batch
 pytestmark = pytest.mark.interop
 
 
-def _classpath() -> str | None:
-    configured = os.environ.get("MINIKAFKA_KAFKA_CLASSPATH")
-    if configured:
-        return configured
-    fallback = Path("/tmp/kpom/lib")
-    if fallback.is_dir() and list(fallback.glob("kafka-tools-*.jar")):
-        return f"{fallback}/*"
-    return None
-
-
-def _dump(classpath: str, files: list[Path], *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["java", "-cp", classpath, "org.apache.kafka.tools.DumpLogSegments", "--files",
-         ",".join(str(f) for f in files), *extra],
-        capture_output=True, text=True, timeout=120, check=False)
+def _lib_dir() -> Path:
+    try:
+        return ensure_kafka_jars()
+    except KafkaHarnessError as error:
+        pytest.skip(f"Apache Kafka's tools are not available: {error}")
 
 
 def test_kafka_dump_log_accepts_our_files(tmp_path: Path) -> None:
-    classpath = _classpath()
-    if shutil.which("java") is None or classpath is None:
-        pytest.skip("java or the Kafka tools classpath (MINIKAFKA_KAFKA_CLASSPATH) is not available")
+    lib_dir = _lib_dir()
     config = LogConfig.from_props({"segment.bytes": "2000", "index.interval.bytes": "100"})
     log = UnifiedLog(tmp_path / "t-0", config, clock=FakeClock(T0))
     for i in range(40):
@@ -52,15 +39,12 @@ def test_kafka_dump_log_accepts_our_files(tmp_path: Path) -> None:
     logs = sorted(dir.glob("*.log"))
     indexes = sorted(dir.glob("*.index")) + sorted(dir.glob("*.timeindex"))
     assert len(logs) >= 2
-    dumped = _dump(classpath, logs + indexes)
-    assert dumped.returncode == 0, dumped.stderr
+    dumped = dump_log(logs + indexes, deep=True, index_sanity=False, lib_dir=lib_dir)
+    assert check_dump_clean(dumped) == []
     assert dumped.stdout.count("isvalid: true") == 40
-    assert "isvalid: false" not in dumped.stdout
-    assert "invalid bytes" not in dumped.stdout + dumped.stderr
-    assert "Mismatches" not in dumped.stdout + dumped.stderr
-    sanity = _dump(classpath, indexes, "--index-sanity-check")
+    sanity = dump_log(indexes, deep=False, index_sanity=True, lib_dir=lib_dir)
     assert sanity.stdout.count("passed sanity check") == len(indexes), sanity.stdout + sanity.stderr
     snapshot = sorted(dir.glob("*.snapshot"))[-1]
-    dumped_snapshot = _dump(classpath, [snapshot])
+    dumped_snapshot = dump_log([snapshot], deep=False, index_sanity=False, lib_dir=lib_dir)
     assert "producerId: 7 producerEpoch: 0" in dumped_snapshot.stdout
     assert "lastSequence: 79 lastOffset: 79" in dumped_snapshot.stdout
