@@ -198,13 +198,9 @@ class LogCleaner:
 
     def _run(self, worker: CleanerThread) -> None:
         try:
-            if self.config.worker_processes:
-                try:
-                    self._process_for(worker).start()
-                except Exception:  # the first round tries again and fails like any cleaning error
-                    logger.exception("Cleaner %d: could not start its worker process", worker.index)
             while not self._shutdown.is_set():
                 if not self.run_once(worker):
+                    self._prestart_process(worker)
                     with self._wake:
                         if not self._manual and not self._shutdown.is_set():
                             self._wake.wait(self.config.backoff_ms / 1000.0)
@@ -213,6 +209,14 @@ class LogCleaner:
         except BaseException:
             worker.dead = True
             logger.exception("Cleaner %d: thread died", worker.index)
+
+    def _prestart_process(self, worker: CleanerThread) -> None:
+        """While idle, get the worker process (re)started so the next round does not wait for it."""
+        if self.config.worker_processes:
+            try:
+                self._process_for(worker).start()
+            except Exception:  # the next round tries again and fails like any cleaning error
+                logger.exception("Cleaner %d: could not start its worker process", worker.index)
 
     @property
     def dead_thread_count(self) -> int:
