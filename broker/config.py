@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
-from cleaner.config import CleanerConfig
+from cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from protocol.errors import InvalidConfigError
 from storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
 from storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
@@ -109,8 +109,8 @@ class KafkaConfig:
         self.groups = GroupConfig.from_props(self.props)
         self.log_defaults = LogConfig.from_props({}, self.props)  # validates every log.* synonym
         for name in self.props:
-            known = name in BROKER_CONFIG_DEF or name in GROUP_CONFIG_DEF or name in _LOG_SYNONYMS
-            if not (known or name.startswith("log.cleaner.")):
+            known = any(name in table for table in (BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, CLEANER_CONFIG_DEF))
+            if not (known or name in _LOG_SYNONYMS):
                 log.warning("Unknown broker configuration %s ignored", name)
         listeners = values["listeners"]
         if len(listeners) != 1:
