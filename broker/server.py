@@ -56,7 +56,6 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator.for_broker(
             self.config.props, self.replica_manager, admin, self.clock
         )
-        await self.group_coordinator.startup()
         ctx = BrokerContext(
             config=self.config,
             cluster_id=self.log_manager.cluster_id,
@@ -70,6 +69,7 @@ class KafkaServer:
             listener.host, listener.port, Dispatcher(ctx, self.metrics), int(self.config["socket.request.max.bytes"])
         )
         await self.socket_server.start()
+        self._tasks.append(asyncio.create_task(self._load_groups(), name="minikafka-group-load"))
         metrics_port = int(self.config["minikafka.metrics.port"])
         if metrics_port >= 0:
             self.admin_http = AdminHttpServer(
@@ -99,6 +99,20 @@ class KafkaServer:
             f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
             self.config.log_dir,
         )
+
+    async def _load_groups(self) -> None:
+        assert self.group_coordinator is not None
+        started = self.clock.monotonic_ms()
+        try:
+            await self.group_coordinator.startup()
+        except Exception:
+            # Serving groups from a partial load would hand out wrong offsets: refuse them instead.
+            self.group_coordinator.active = False
+            log.exception("Loading consumer groups from __consumer_offsets failed; group requests get "
+                          "COORDINATOR_NOT_AVAILABLE until restart")
+            return
+        log.info("Loaded %d consumer groups in %d ms", len(self.group_coordinator.manager.groups),
+                 self.clock.monotonic_ms() - started)
 
     @property
     def port(self) -> int:

@@ -70,8 +70,14 @@ class GroupCoordinator:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def startup(self) -> None:
+        """Rebuild every group from `__consumer_offsets`. The broker already listens: until this returns,
+        group requests are answered COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka does."""
         self.active = True
-        await self.manager.load_all()
+        self.manager.loading = True
+        try:
+            await self.manager.load_all()
+        finally:
+            self.manager.loading = False
         for group in self.manager.groups.values():
             for member in group.members.values():
                 self.rebalancer.schedule_heartbeat(group, member)

@@ -269,3 +269,20 @@ def test_load_in_progress_and_inactive() -> None:
 @pytest.mark.parametrize("group_id", ["g", "my-group", "polygenelubricants"])
 def test_partition_is_within_range(group_id: str) -> None:
     assert 0 <= Harness().manager.partition_for(group_id) < 4
+
+
+def test_requests_during_startup_load_get_load_in_progress_until_it_finishes() -> None:
+    h = Harness()
+    h.stable_group_of_one()
+    restarted = GroupCoordinator(h.config, GroupMetadataManager(h.config, h.topic, h.clock), h.scheduler, h.clock)
+
+    async def start_and_probe() -> tuple[ErrorCode, ErrorCode]:
+        load = asyncio.create_task(restarted.startup())
+        await asyncio.sleep(0)  # the load yields between partitions: the broker answers meanwhile
+        during = restarted.validate_group_status("g")
+        await load
+        return during, restarted.validate_group_status("g")
+
+    during, after = asyncio.run(start_and_probe())
+    assert (during, after) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NONE)
+    assert restarted.manager.get_group("g") is not None
