@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import re
 import shlex
@@ -40,6 +39,7 @@ from typing import Any
 import bench.apache_kafka as apache_kafka
 from bench.apache_kafka import ApacheKafka
 from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT
+from bench.machine import machine_description
 from cleaner.cleaner import Cleaner
 from cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
 from protocol.records import iter_batches
@@ -317,18 +317,6 @@ def run_minikafka(segments_dir: Path, work: Path, segment_bytes: int, profile: P
 
 
 # ----------------------------------------------------------------------------------------------- report
-def machine_description() -> str:
-    cpu = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        models = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                  if line.startswith("model name")]
-        cpu = models[0] if models else cpu
-    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"nproc {os.cpu_count()} ({cpu}), {mem_gib:.1f} GiB RAM, {platform.system()} {platform.release()}, "
-            f"CPython {platform.python_version()}")
-
-
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None or value != value else f"{value:,.{digits}f}"
 

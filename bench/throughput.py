@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shlex
 import signal
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
 from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
+from bench.machine import machine_description
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOOL_HEAP = "512m"
@@ -189,17 +189,6 @@ def measure(name: str, bootstrap: str, lib_dir: Path, cases: list[Case]) -> dict
               f"{assigned.mb_per_s:.1f} MB/s (assign)", flush=True)
         results[case] = (produced, consumed, assigned)
     return results
-
-
-def machine_description() -> str:
-    cpu = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        models = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                  if line.startswith("model name")]
-        cpu = models[0] if models else cpu
-    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.1f} GiB RAM, {platform.system()} {platform.release()}"
 
 
 def _fmt(value: float, digits: int = 1) -> str:
