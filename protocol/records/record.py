@@ -76,28 +76,23 @@ def write_record(
     body = bytearray(b"\x00")  # attributes: unused, always 0
     write_varint(body, timestamp_delta)
     write_varint(body, offset_delta)
-    if key is None:
-        body += b"\x01"  # zigzag(-1)
-    else:
-        write_varint(body, len(key))
-        body += key
-    if value is None:
-        body += b"\x01"
-    else:
-        write_varint(body, len(value))
-        body += value
+    _write_nullable_bytes(body, key)
+    _write_nullable_bytes(body, value)
     write_varint(body, len(headers))
     for header_key, header_value in headers:
-        encoded_key = header_key.encode("utf-8")
-        write_varint(body, len(encoded_key))
-        body += encoded_key
-        if header_value is None:
-            body += b"\x01"
-        else:
-            write_varint(body, len(header_value))
-            body += header_value
+        _write_nullable_bytes(body, header_key.encode("utf-8"))
+        _write_nullable_bytes(body, header_value)
     write_varint(out, len(body))
     out += body
+
+
+def _write_nullable_bytes(out: bytearray, data: bytes | None) -> None:
+    """Length (zigzag varint, -1 for null) then the bytes."""
+    if data is None:
+        out += b"\x01"  # zigzag(-1)
+    else:
+        write_varint(out, len(data))
+        out += data
 
 
 def _read_bytes(buffer: _Buffer, position: int, end: int) -> tuple[bytes | None, int]:
