@@ -252,12 +252,17 @@ class DumpResult:
 
 
 def dump_log(
-    files: list[Path], deep: bool = True, index_sanity: bool = True, lib_dir: Path | None = None
+    files: list[Path],
+    deep: bool = True,
+    index_sanity: bool = True,
+    lib_dir: Path | None = None,
+    offsets_decoder: bool = False,
 ) -> DumpResult:
     """Run Apache Kafka's kafka-dump-log (DumpLogSegments) over `files` (.log, .index, .timeindex, ...).
 
     With `index_sanity` indexes are only sanity-checked (what LogLoader does); without it every index entry
     is looked up in its log segment and mismatches are reported — run both for a full check.
+    `offsets_decoder` decodes `__consumer_offsets` records with Kafka's own group-coordinator schemas.
     """
     if not files:
         raise ValueError("dump_log needs at least one file")
@@ -268,6 +273,8 @@ def dump_log(
         args.append("--deep-iteration")
     if index_sanity:
         args.append("--index-sanity-check")
+    if offsets_decoder:
+        args.append("--offsets-decoder")
     command = java_command(lib, main, args, heap="256m")
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     return DumpResult(stdout=done.stdout, stderr=done.stderr, rc=done.returncode)
