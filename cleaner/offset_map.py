@@ -61,7 +61,8 @@ Speed (`python -m cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB ma
 bare blake2b + unpack loop alone runs at ~1.1M/s, so the hash is about half the cost. `put_keys` (one call
 per batch, used by the map pass when the whole batch fits) saves the per-call overhead, `put_latest` takes a
 run of batches already deduplicated by key (one hash per distinct key), `get_many` a batch's lookups. One
-array probe per lookup touches one cache line.
+array probe per lookup touches one cache line. The probe loop is written out in each of `put`, `put_keys`,
+`get` and `get_many` on purpose: a shared helper would cost a Python call per key on the cleaner's hot path.
 """
 
 from __future__ import annotations
