@@ -1,9 +1,11 @@
-"""One log segment: `<base>.log` plus its `.index` and `.timeindex`, in Kafka's format.
+"""One log segment: `<base>.log` plus its `.index`, `.timeindex` and `.txnindex`, in Kafka's format.
 
 Index entries follow Kafka's LogSegment.append: one entry per appended batch once more than
 `index.interval.bytes` were appended since the last entry, pointing at the batch's last offset and start
 position; the time index gets (max timestamp so far, offset of that max) at the same moments and a final entry
-when the segment stops being active or is closed.
+when the segment stops being active or is closed. The `.txnindex` gets one entry per aborted transaction whose
+ABORT marker lands in this segment (Kafka's LogSegment.updateTxnIndex); recovery rebuilds it from the batches
+when given the producer state as of the segment's base offset.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from protocol.errors import CorruptMessageError
 from protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
 from storage.file_records import FileRecords
 from storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
+from storage.producer_state import CompletedTxn, ProducerStateManager
+from storage.transaction_index import AbortedTransaction, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -31,7 +36,8 @@ def segment_file_name(base_offset: int, extension: str, suffix: str = "") -> str
 
 
 class LogSegment:
-    """Owns one segment's three files and in-memory bookkeeping (next offset, max timestamp, roll times).
+    """Owns one segment's four files (the `.txnindex` only once it has an entry) and in-memory bookkeeping
+    (next offset, max timestamp, roll times).
 
     Not thread-safe: every mutating call is made with the owning UnifiedLog's lock held.
     """
@@ -59,6 +65,8 @@ class LogSegment:
         self.time_index = TimeIndex(
             self.dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix), base_offset,
             max_index_size_bytes)
+        self.txn_index = TransactionIndex(
+            self.dir / segment_file_name(base_offset, TXN_INDEX_SUFFIX, suffix), base_offset)
         self._bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = base_offset
@@ -75,7 +83,7 @@ class LogSegment:
     def create(cls, dir: Path, base_offset: int, *, index_interval_bytes: int = 4096,
                max_index_size_bytes: int = 10_485_760, suffix: str = "", created_ms: int = 0) -> LogSegment:
         """A new, empty segment; stale files with the same names (e.g. an old `.cleaned`) are deleted first."""
-        for extension in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
+        for extension in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (Path(dir) / segment_file_name(base_offset, extension, suffix)).unlink(missing_ok=True)
         return cls(dir, base_offset, index_interval_bytes=index_interval_bytes,
                    max_index_size_bytes=max_index_size_bytes, suffix=suffix, created_ms=created_ms)
@@ -111,6 +119,7 @@ class LogSegment:
             raise IndexCorruptError(f"missing index for segment {self.base_offset}")
         self.offset_index.sanity_check(self.log.size_bytes)
         self.time_index.sanity_check(self.next_offset)
+        self.txn_index.sanity_check()
 
     @property
     def size_bytes(self) -> int:
@@ -171,6 +180,16 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size_bytes
         self.next_offset = last_offset + 1
+
+    def update_txn_index(self, completed_txn: CompletedTxn, last_stable_offset: int) -> None:
+        """Index an aborted transaction whose marker is in this segment (commits need no entry)."""
+        if completed_txn.is_aborted:
+            self.txn_index.append(AbortedTransaction(completed_txn.producer_id, completed_txn.first_offset,
+                                                     completed_txn.last_offset, last_stable_offset))
+
+    def collect_aborted_transactions(self, fetch_offset: int,
+                                     upper_bound_offset: int) -> tuple[list[AbortedTransaction], bool]:
+        return self.txn_index.collect_aborted_transactions(fetch_offset, upper_bound_offset)
 
     def on_becoming_inactive(self) -> None:
         """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment)."""
@@ -236,13 +255,17 @@ class LogSegment:
         return None
 
     # --------------------------------------------------------------- recovery
-    def recover(self) -> int:
-        """Validate every batch, truncate at the first invalid/torn one, rebuild both indexes.
+    def recover(self, producer_state: ProducerStateManager | None = None) -> int:
+        """Validate every batch, truncate at the first invalid/torn one, rebuild the offset and time indexes.
 
-        Returns the number of bytes truncated from the `.log`.
+        With `producer_state` (the state as of this segment's base offset) every producer batch is replayed
+        into it and the transaction index is rebuilt from the markers (Kafka's LogSegment.recover); without,
+        the transaction index only loses the entries past the valid end. Returns the bytes truncated.
         """
         self.offset_index.truncate_to(self.base_offset)
         self.time_index.truncate_to(self.base_offset)
+        if producer_state is not None:
+            self.txn_index.reset()
         self._bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = self.base_offset
@@ -258,10 +281,16 @@ class LogSegment:
                     self.rolling_based_timestamp = batch.max_timestamp
                 self._index_batch(position, batch.max_timestamp, batch.last_offset, batch.size_bytes)
                 valid_bytes = position + batch.size_bytes
+                if producer_state is not None and batch.producer_id >= 0:
+                    completed = producer_state.update(batch)
+                    if completed is not None:
+                        self.update_txn_index(completed, producer_state.last_stable_offset(completed))
+                        producer_state.complete_txn(completed)
         except CorruptMessageError:
             pass
         truncated = self.log.size_bytes - valid_bytes
         self.log.truncate_to(valid_bytes)
+        self.txn_index.truncate_to(self.next_offset)
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -277,6 +306,7 @@ class LogSegment:
         self.log.truncate_to(position)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.recover()
         return removed
 
@@ -285,17 +315,20 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if not self.log.closed:
             self.on_becoming_inactive()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def delete(self) -> None:
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.log.delete()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
@@ -309,10 +342,11 @@ class LogSegment:
                 component.rename_to(target)
             else:
                 component.path = target
+        self.txn_index.rename_to(self.dir / segment_file_name(self.base_offset, TXN_INDEX_SUFFIX, new_suffix))
         self.suffix = new_suffix
 
     def set_last_modified_ms(self, mtime_ms: int) -> None:
-        for path in (self.log.path, self.offset_index.path, self.time_index.path):
+        for path in (self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             if path.exists():
                 os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
 

@@ -10,6 +10,7 @@ from protocol.records.builder import (
     build_batch,
     build_control_batch,
     parse_control_record_type,
+    parse_end_txn_marker_coordinator_epoch,
 )
 from protocol.records.compression import compress, decompress
 from protocol.records.record_batch import (
@@ -50,6 +51,7 @@ __all__ = [
     "encode_varint",
     "iter_batches",
     "parse_control_record_type",
+    "parse_end_txn_marker_coordinator_epoch",
     "set_base_offset",
     "set_max_timestamp_and_type",
     "set_partition_leader_epoch",

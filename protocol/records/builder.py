@@ -44,6 +44,7 @@ __all__ = [
     "build_batch",
     "build_control_batch",
     "parse_control_record_type",
+    "parse_end_txn_marker_coordinator_epoch",
 ]
 
 CONTROL_TYPE_ABORT = 0
@@ -193,3 +194,13 @@ def parse_control_record_type(key: bytes | None) -> int:
     if version != 0:
         raise CorruptMessageError(f"unsupported control record key version {version}")
     return int(control_type)
+
+
+def parse_end_txn_marker_coordinator_epoch(value: bytes | None) -> int:
+    """Coordinator epoch from a COMMIT/ABORT marker's value (int16 version 0, int32 coordinatorEpoch)."""
+    if value is None or len(value) < _CONTROL_VALUE.size:
+        raise CorruptMessageError(f"end transaction marker value too short: {value!r}")
+    version, coordinator_epoch = _CONTROL_VALUE.unpack_from(value)
+    if version < 0:
+        raise CorruptMessageError(f"invalid end transaction marker version {version}")
+    return int(coordinator_epoch)
