@@ -39,6 +39,8 @@ class PartitionRead:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    #: (producer id, first offset) of the aborted transactions in `records`; None for read_uncommitted
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,15 @@ class ReplicaManager:
             self.purgatory.notify_append((topic, partition))
         return info
 
+    def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                         coordinator_epoch: int, commit: bool) -> LogAppendInfo:
+        """Write a COMMIT/ABORT marker (WriteTxnMarkers from the transaction coordinator); raises the
+        partition's KafkaError. Wakes waiting fetches: a marker moves the last stable offset."""
+        info = self.log_for(topic, partition).append_transaction_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch=LEADER_EPOCH)
+        self.purgatory.notify_append((topic, partition))
+        return info
+
     def log_start_offset(self, topic: str, partition: int) -> int:
         """The partition's log start offset, or -1 when it is not hosted here (Produce error answers)."""
         log = self.log_manager.get_log(topic, partition)
@@ -107,16 +118,22 @@ class ReplicaManager:
                 high_watermark = log.high_watermark
                 last_stable = log.last_stable_offset
                 limit = min(request.partition_max_bytes, remaining)
+                read_committed = isolation_level != READ_UNCOMMITTED
                 records = b""
+                aborted: list[tuple[int, int]] | None = [] if read_committed else None
                 if limit > 0 or total == 0:
                     data = log.read(
                         request.fetch_offset,
                         max(limit, 0),
-                        max_offset=high_watermark if isolation_level == READ_UNCOMMITTED else last_stable,
+                        max_offset=last_stable if read_committed else high_watermark,
                         min_one_message=total == 0,
+                        include_aborted_transactions=read_committed,
                     )
                     records = bytes(data.records)
-                results[key] = PartitionRead(None, records, high_watermark, last_stable, log.log_start_offset)
+                    if data.aborted_transactions is not None:
+                        aborted = [(txn.producer_id, txn.first_offset) for txn in data.aborted_transactions]
+                results[key] = PartitionRead(None, records, high_watermark, last_stable, log.log_start_offset,
+                                             aborted)
                 remaining -= len(records)
                 total += len(records)
             except KafkaError as error:

@@ -9,6 +9,9 @@ Order (Kafka's LogLoader, spec §2.8):
 4. open the segments; rebuild the indexes of any segment whose index is missing or fails its sanity check;
 5. without a clean shutdown, recover (validate + truncate torn tail + rebuild indexes) every segment from the
    one holding the recovery point; a segment that had to be truncated drops every later segment.
+   Recovering a segment replays its producer batches into a throwaway producer state that starts as of the
+   segment's base offset (newest snapshot at or below it + the batches after), which rebuilds the segment's
+   `.txnindex` (Kafka's LogLoader.recoverSegment); the log's own producer state is rebuilt afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from storage.file_records import FileRecords
 from storage.indexes import IndexCorruptError
 from storage.log_config import LogConfig
 from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
+from storage.producer_state import ProducerStateManager
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +125,7 @@ class LogLoader:
                 segment.sanity_check()
             except IndexCorruptError as exc:
                 logger.warning("Rebuilding indexes of %s: %s", segment.log.path, exc)
-                segment.recover()
+                segment.recover(self._producer_state_at(segments, base))
             segments.append(segment)
         truncated = 0
         if not self.clean_shutdown:
@@ -137,8 +141,28 @@ class LogLoader:
             recovery_point = log_end_offset  # every segment past the old point was just validated
         return LoadedLog(segments, log_end_offset, log_start_offset, recovery_point, truncated)
 
+    def _producer_state_at(self, segments: list[LogSegment], offset: int) -> ProducerStateManager:
+        """Producer state as of `offset` from the snapshots and the batches of `segments` below it."""
+        state = ProducerStateManager(self.dir)
+        start = state.load_snapshot_at_or_below(offset)
+        if start is None:
+            start = self.log_start_offset
+        for segment in segments:
+            if segment.next_offset <= start or segment.base_offset >= offset:
+                continue
+            _, position = segment.offset_index.lookup(start)
+            for _, batch in segment.log.batches(position, allow_torn_tail=True):
+                if batch.base_offset >= offset:
+                    break
+                if batch.last_offset >= start and batch.producer_id >= 0:
+                    completed = state.update(batch)
+                    if completed is not None:
+                        state.complete_txn(completed)
+        return state
+
     def _recover_unflushed(self, segments: list[LogSegment]) -> int:
         truncated_total = 0
+        state: ProducerStateManager | None = None
         i = 0
         while i < len(segments):
             segment = segments[i]
@@ -147,7 +171,9 @@ class LogLoader:
                 i += 1
                 continue
             logger.info("Recovering unflushed segment %d in %s", segment.base_offset, segment.dir)
-            truncated = segment.recover()
+            if state is None:
+                state = self._producer_state_at(segments[:i], segment.base_offset)
+            truncated = segment.recover(state)
             truncated_total += truncated
             if truncated:
                 logger.warning("Truncated %d invalid bytes at the end of %s", truncated, segment.log.path)

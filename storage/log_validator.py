@@ -52,6 +52,10 @@ class LogValidator:
         batch.ensure_valid()
         if batch.is_control:
             raise InvalidRecordError("Clients are not allowed to write control records")
+        if batch.is_transactional and batch.producer_id < 0:
+            raise InvalidRecordError(
+                f"Invalid transactional record batch in {self.topic_partition}: transactional records must carry "
+                f"a producer id (idempotence), got {batch.producer_id}")
         if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
             raise InvalidRecordError(
                 f"Inner record count {batch.records_count} does not match last offset delta "

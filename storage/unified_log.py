@@ -1,6 +1,9 @@
 """One partition's log: ordered segments, offsets, producer state, rolling, retention and the cleaner swap.
 
-Single node: the high watermark and the last stable offset are the log end offset, advanced on every append.
+Single node: the high watermark is the log end offset, advanced on every append. The last stable offset is the
+first offset of the oldest open transaction, else the high watermark; COMMIT/ABORT markers are written by
+`append_transaction_marker` (the transaction coordinator's WriteTxnMarkers path) and aborts are indexed in the
+active segment's `.txnindex` for read_committed fetches (Kafka's UnifiedLog.append / collectAbortedTransactions).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from protocol.records import (
     RecordBatch,
     TimestampType,
+    build_control_batch,
     set_base_offset,
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
@@ -29,6 +33,7 @@ from storage.log_loader import LogLoader
 from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from storage.log_validator import LogValidator
 from storage.producer_state import ProducerStateManager
+from storage.transaction_index import AbortedTransaction
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,8 @@ class FetchDataInfo:
     records: bytes
     high_watermark: int
     log_start_offset: int
+    #: aborted transactions overlapping the returned records (read_committed reads only)
+    aborted_transactions: list[AbortedTransaction] | None = None
 
 
 @contextmanager
@@ -140,7 +147,12 @@ class UnifiedLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self._log_end_offset
+        """First offset of the oldest open transaction (not below the log start), else the high watermark."""
+        with self._lock:
+            first_unstable = self.producer_state.first_unstable_offset()
+            if first_unstable is None:
+                return self.high_watermark
+            return min(max(first_unstable, self.log_start_offset), self.high_watermark)
 
     @property
     def size_bytes(self) -> int:
@@ -181,7 +193,9 @@ class UnifiedLog:
             _, position = segment.offset_index.lookup(start)
             for _, batch in segment.log.batches(position, allow_torn_tail=True):
                 if batch.last_offset >= start and batch.producer_id >= 0:
-                    state.update(batch)
+                    completed = state.update(batch)
+                    if completed is not None:  # already in the segment's .txnindex
+                        state.complete_txn(completed)
 
     # ------------------------------------------------------------------- append
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
@@ -213,6 +227,54 @@ class UnifiedLog:
             self.unflushed_messages += batch.records_count
             return LogAppendInfo(first_offset, last_offset, now_ms if config.log_append_time else -1,
                                  self.log_start_offset, batch.records_count)
+
+    def append_transaction_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                                  *, leader_epoch: int = 0) -> LogAppendInfo:
+        """Write one COMMIT/ABORT control batch for `producer_id` and complete its open transaction here.
+
+        Raises InvalidProducerEpochError (stale producer epoch) or TransactionCoordinatorFencedError (stale
+        coordinator epoch). A marker for a producer without an open transaction is still written (Kafka does)
+        but changes no index. An abort gets a `.txnindex` entry in the active segment whose last stable offset
+        is the LSO once this transaction is complete."""
+        with self._lock, storage_errors(self.topic_partition):
+            self._check_online()
+            now_ms = self.clock.time_ms()
+            offset = self._log_end_offset
+            self.producer_state.check_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, offset)
+            data = bytearray(build_control_batch(
+                base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms, partition_leader_epoch=leader_epoch))
+            if self.config.log_append_time:
+                set_max_timestamp_and_type(data, 0, now_ms, TimestampType.LOG_APPEND_TIME)
+            self._maybe_roll(len(data), now_ms, offset, now_ms)
+            segment = self.active_segment
+            segment.append(data, offset, now_ms, offset, now_ms=now_ms)
+            completed = self.producer_state.update(RecordBatch(data, 0))
+            if completed is not None:
+                segment.update_txn_index(completed, self.producer_state.last_stable_offset(completed))
+                self.producer_state.complete_txn(completed)
+            self._log_end_offset = offset + 1
+            self.unflushed_messages += 1
+            return LogAppendInfo(offset, offset, now_ms if self.config.log_append_time else -1,
+                                 self.log_start_offset, 1)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTransaction]:
+        """Aborted transactions overlapping `[start_offset, upper_bound_offset)`, from the segment holding
+        `start_offset` on, until a segment's index says no later one can hold more (Kafka's
+        LocalLog.collectAbortedTransactions). An entry lives in the segment of its ABORT marker, which may be
+        well after the transaction's first offset, hence the walk forward."""
+        with self._lock:
+            return self._collect_aborted_transactions(start_offset, upper_bound_offset)
+
+    def _collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTransaction]:
+        index = max(0, bisect.bisect_right([s.base_offset for s in self._segments], start_offset) - 1)
+        found: list[AbortedTransaction] = []
+        for segment in self._segments[index:]:
+            aborted, complete = segment.collect_aborted_transactions(start_offset, upper_bound_offset)
+            found.extend(aborted)
+            if complete:
+                break
+        return found
 
     def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
         segment = self.active_segment
@@ -275,7 +337,10 @@ class UnifiedLog:
 
     # --------------------------------------------------------------------- read
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+             min_one_message: bool = True, include_aborted_transactions: bool = False) -> FetchDataInfo:
+        """Whole batches from `start_offset` below `max_offset` (the LSO for read_committed). With
+        `include_aborted_transactions`, also the aborted transactions overlapping the returned batches (up to
+        the offset after the last one; none for an empty read), as Kafka's FetchIsolation.TXN_COMMITTED."""
         with self._lock, storage_errors(self.topic_partition):
             self._check_online()
             end_offset = self._log_end_offset
@@ -308,7 +373,12 @@ class UnifiedLog:
                 if not segment.is_empty and read_to_offset < min(segment.next_offset, limit_offset):
                     break
                 offset = max(offset, segment.next_offset)
-            return FetchDataInfo(b"".join(chunks), self.high_watermark, self.log_start_offset)
+            records = b"".join(chunks)
+            aborted = None
+            if include_aborted_transactions:
+                aborted = self._collect_aborted_transactions(start_offset, _last_offset(records) + 1) \
+                    if records else []
+            return FetchDataInfo(records, self.high_watermark, self.log_start_offset, aborted)
 
     def fetch_offset_by_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         with self._lock:

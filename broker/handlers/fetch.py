@@ -39,6 +39,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     cls = response_class(ApiKey.FETCH, event.api_version)
     topic_cls = cls.FetchableTopicResponse
     partition_cls = topic_cls.PartitionData
+    aborted_cls = partition_cls.AbortedTransaction
     responses = []
     for topic in request.topics:
         partitions = []
@@ -51,7 +52,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
                     high_watermark=read.high_watermark,
                     last_stable_offset=read.last_stable_offset,
                     log_start_offset=read.log_start_offset,
-                    aborted_transactions=None,
+                    aborted_transactions=None if read.aborted_transactions is None else [
+                        aborted_cls(producer_id=producer_id, first_offset=first_offset)
+                        for producer_id, first_offset in read.aborted_transactions
+                    ],
                     preferred_read_replica=-1,
                     records=read.records,
                 )
