@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from broker.handlers import fetch as fetch_handler
+from broker.handlers import list_offsets as list_offsets_handler
 from broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
@@ -117,3 +119,23 @@ async def test_fetch_response_carries_aborted_transactions(replica_manager: Repl
         assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [(7, 0)]
         assert committed.last_stable_offset == 2
         assert (await fetch(version, READ_UNCOMMITTED)).aborted_transactions is None
+
+
+async def test_list_offsets_latest_is_the_lso_for_read_committed(replica_manager: ReplicaManager) -> None:
+    rm = replica_manager
+    rm.append("t", 0, build_batch([Record(0, T0, b"k", b"plain")], base_offset=0))
+    rm.append("t", 0, txn_batch(3, b"open"))
+    rm.append("t", 0, build_batch([Record(0, T0, b"k", b"later")], base_offset=0))
+
+    async def latest(isolation_level: int) -> int:
+        topic = ListOffsetsRequest[7].ListOffsetsTopic
+        request = ListOffsetsRequest[7](replica_id=-1, isolation_level=isolation_level, topics=[topic(
+            name="t", partitions=[topic.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
+                                                             timestamp=-1)])])
+        event = RequestReceived(ApiKey.LIST_OFFSETS, 7, 1, "test", request, 0)
+        response = await list_offsets_handler.handle(SimpleNamespace(replica_manager=rm), event)  # type: ignore[arg-type]
+        return int(response.topics[0].partitions[0].offset)
+
+    assert (await latest(READ_COMMITTED), await latest(READ_UNCOMMITTED)) == (1, 3)
+    rm.write_txn_marker("t", 0, 3, 0, 0, commit=True)
+    assert (await latest(READ_COMMITTED), await latest(READ_UNCOMMITTED)) == (4, 4)

@@ -48,3 +48,23 @@ def test_kafka_dump_log_accepts_our_files(tmp_path: Path) -> None:
     dumped_snapshot = dump_log([snapshot], deep=False, index_sanity=False, lib_dir=lib_dir)
     assert "producerId: 7 producerEpoch: 0" in dumped_snapshot.stdout
     assert "lastSequence: 79 lastOffset: 79" in dumped_snapshot.stdout
+
+
+def test_kafka_dump_log_reads_our_txnindex_and_markers(tmp_path: Path) -> None:
+    lib_dir = _lib_dir()
+    log = UnifiedLog(tmp_path / "t-0", LogConfig.from_props({}), clock=FakeClock(T0))
+    log.append_as_leader(batch(b"a", producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True))
+    log.append_as_leader(batch(b"b", producer_id=6, producer_epoch=0, base_sequence=0, is_transactional=True))
+    log.append_transaction_marker(5, 0, 3, commit=False)  # offset 2; producer 6 still open from offset 1
+    log.append_transaction_marker(6, 0, 3, commit=False)  # offset 3
+    log.close()
+    dir = tmp_path / "t-0"
+    [txn_index] = sorted(dir.glob("*.txnindex"))
+    dumped = dump_log([txn_index], deep=False, index_sanity=False, lib_dir=lib_dir)
+    assert "version: 0 producerId: 5 firstOffset: 0 lastOffset: 2 lastStableOffset: 1" in dumped.stdout, \
+        dumped.stdout + dumped.stderr
+    assert "version: 0 producerId: 6 firstOffset: 1 lastOffset: 3 lastStableOffset: 4" in dumped.stdout
+    segment = dump_log(sorted(dir.glob("*.log")), deep=True, index_sanity=False, lib_dir=lib_dir)
+    assert check_dump_clean(segment) == []
+    assert segment.stdout.count("endTxnMarker: ABORT coordinatorEpoch: 3") == 2, segment.stdout
+    assert segment.stdout.count("isTransactional: true") == 4
