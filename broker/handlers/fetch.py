@@ -1,7 +1,9 @@
 """Fetch (key 1), v4-12, sessionless: every requested partition is answered, with session_id 0.
 
 Long polling (max_wait_ms/min_bytes) is the ReplicaManager's; this module maps the request to
-`FetchPartitionRequest`s and the reads back to the response, partition errors included.
+`FetchPartitionRequest`s and the reads back to the response, partition errors included. read_committed
+(isolation_level 1) reads stop at the last stable offset and list the aborted transactions overlapping the
+returned batches, which the consumer uses to drop those producers' records; read_uncommitted sends null.
 """
 
 from __future__ import annotations
