@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
+from broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
 from cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from protocol.errors import InvalidConfigError
 from storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
@@ -107,9 +108,11 @@ class KafkaConfig:
         self.values: dict[str, Any] = values
         self.cleaner = CleanerConfig.from_props(self.props)
         self.groups = GroupConfig.from_props(self.props)
+        self.transactions = TransactionConfig.from_props(self.props)
         self.log_defaults = LogConfig.from_props({}, self.props)  # validates every log.* synonym
         for name in self.props:
-            known = any(name in table for table in (BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, CLEANER_CONFIG_DEF))
+            tables = (BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, TRANSACTION_CONFIG_DEF, CLEANER_CONFIG_DEF)
+            known = any(name in table for table in tables)
             if not (known or name in _LOG_SYNONYMS):
                 log.warning("Unknown broker configuration %s ignored", name)
         listeners = values["listeners"]

@@ -11,6 +11,7 @@ from broker.admin_manager import AdminManager
 from broker.config import KafkaConfig
 from broker.groups.group_coordinator import GroupCoordinator
 from broker.replica_manager import ReplicaManager
+from broker.transactions.transaction_coordinator import TransactionCoordinator
 from storage.producer_id_manager import ProducerIdManager
 
 
@@ -22,6 +23,7 @@ class BrokerContext:
     admin: AdminManager
     producer_ids: ProducerIdManager
     group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
 
     @property
     def node_id(self) -> int:

@@ -14,6 +14,8 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -23,6 +25,7 @@ from broker.handlers import (
     delete_topics,
     describe_configs,
     describe_groups,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -39,6 +42,7 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 from broker.metrics import BrokerMetrics
 from broker.network import CloseConnection
@@ -69,6 +73,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
+    ApiKey.END_TXN: end_txn.handle,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
     ApiKey.ALTER_CONFIGS: alter_configs.handle,
     ApiKey.CREATE_PARTITIONS: create_partitions.handle,

@@ -20,9 +20,15 @@ from broker.config import KafkaConfig
 from broker.context import BrokerContext
 from broker.dispatcher import Dispatcher
 from broker.groups.group_coordinator import GroupCoordinator
+from broker.groups.offsets_topic import ReplicaOffsetsTopic
+from broker.groups.scheduler import LoopScheduler
 from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
 from broker.replica_manager import ReplicaManager
+from broker.transactions.transaction_coordinator import TransactionCoordinator
+from broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
+from broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
+from broker.transactions.transaction_state_manager import TransactionStateManager
 from cleaner.log_cleaner import LogCleaner
 from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from storage.clock import Clock, SystemClock
@@ -46,6 +52,7 @@ class KafkaServer:
         self.admin_http: AdminHttpServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator: GroupCoordinator | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
@@ -56,20 +63,38 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator.for_broker(
             self.config.props, self.replica_manager, admin, self.clock
         )
+        producer_ids = self.log_manager.producer_ids()
+
+        async def allocate_producer_id() -> int:
+            return await asyncio.to_thread(producer_ids.next_producer_id)
+
+        self.txn_coordinator = TransactionCoordinator(
+            self.config.transactions,
+            TransactionStateManager(
+                self.config.transactions,
+                ReplicaOffsetsTopic(self.replica_manager, admin, TRANSACTION_STATE_TOPIC),
+                self.clock,
+            ),
+            ReplicaTxnMarkerWriter(self.replica_manager, self.group_coordinator),
+            allocate_producer_id,
+            LoopScheduler(),
+            self.clock,
+        )
         ctx = BrokerContext(
             config=self.config,
             cluster_id=self.log_manager.cluster_id,
             replica_manager=self.replica_manager,
             admin=admin,
-            producer_ids=self.log_manager.producer_ids(),
+            producer_ids=producer_ids,
             group_coordinator=self.group_coordinator,
+            txn_coordinator=self.txn_coordinator,
         )
         listener = self.config.listener
         self.socket_server = SocketServer(
             listener.host, listener.port, Dispatcher(ctx, self.metrics), int(self.config["socket.request.max.bytes"])
         )
         await self.socket_server.start()
-        self._tasks.append(asyncio.create_task(self._load_groups(), name="minikafka-group-load"))
+        self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         metrics_port = int(self.config["minikafka.metrics.port"])
         if metrics_port >= 0:
             self.admin_http = AdminHttpServer(
@@ -99,6 +124,22 @@ class KafkaServer:
             f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
             self.config.log_dir,
         )
+
+    async def _load_coordinators(self) -> None:
+        """Groups first: completing a transaction left in Prepare* may write a marker to __consumer_offsets,
+        which must land on loaded groups."""
+        await self._load_groups()
+        assert self.txn_coordinator is not None
+        started = self.clock.monotonic_ms()
+        try:
+            await self.txn_coordinator.startup()
+        except Exception:
+            self.txn_coordinator.active = False
+            log.exception("Loading transactions from __transaction_state failed; transactional requests get "
+                          "COORDINATOR_NOT_AVAILABLE until restart")
+            return
+        log.info("Loaded %d transactional ids in %d ms", len(self.txn_coordinator.manager.transactions),
+                 self.clock.monotonic_ms() - started)
 
     async def _load_groups(self) -> None:
         assert self.group_coordinator is not None
@@ -193,6 +234,8 @@ class KafkaServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.socket_server is not None:

@@ -33,6 +33,10 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
@@ -52,6 +56,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

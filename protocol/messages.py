@@ -64,7 +64,18 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ProtocolError
@@ -98,6 +109,10 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DELETE_RECORDS: (DeleteRecordsRequest, DeleteRecordsResponse),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    ApiKey.ADD_OFFSETS_TO_TXN: (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    ApiKey.END_TXN: (EndTxnRequest, EndTxnResponse),
+    ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.ALTER_CONFIGS: (AlterConfigsRequest, AlterConfigsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),

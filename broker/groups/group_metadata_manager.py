@@ -33,8 +33,10 @@ from broker.groups.group_metadata import (
     MemberMetadata,
     OffsetAndMetadata,
 )
-from broker.groups.offsets_topic import KeyValue, OffsetsTopic, iter_records
+from broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer, iter_log
+from broker.groups.pending_txn_offsets import PendingTxnOffsets
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
 from storage.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ class GroupMetadataManager:
         self.topic = topic
         self.clock = clock
         self.groups: dict[str, GroupMetadata] = {}
+        self.pending_txn_offsets = PendingTxnOffsets()
         self.loading = False
 
     # -- partitions --------------------------------------------------------------------------------------
@@ -79,11 +82,11 @@ class GroupMetadataManager:
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
         return self.groups.setdefault(group.group_id, group)
 
-    def _append(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
+    def _append(self, group_id: str, records: list[KeyValue], producer: TxnProducer | None = None) -> ErrorCode:
         if self.topic.num_partitions() is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         try:
-            self.topic.append(self.partition_for(group_id), records, self.clock.time_ms())
+            self.topic.append(self.partition_for(group_id), records, self.clock.time_ms(), producer)
         except KafkaError as error:
             log.warning("append to %s for group %s failed: %r", "__consumer_offsets", group_id, error)
             return append_error(error)
@@ -116,7 +119,13 @@ class GroupMetadataManager:
         key = encode_group_metadata_key(GroupMetadataKey(group.group_id))
         return self._append(group.group_id, [(key, encode_group_metadata_value(value))])
 
-    def store_offsets(self, group: GroupMetadata, offsets: Mapping[tuple[str, int], OffsetAndMetadata]) -> ErrorCode:
+    def store_offsets(
+        self,
+        group: GroupMetadata,
+        offsets: Mapping[tuple[str, int], OffsetAndMetadata],
+        producer: TxnProducer | None = None,
+    ) -> ErrorCode:
+        """Write offset commits; a transactional one (with `producer`) stays pending until its marker."""
         if not offsets:
             return ErrorCode.NONE
         records: list[KeyValue] = [
@@ -128,10 +137,25 @@ class GroupMetadataManager:
             )
             for (topic, partition), value in offsets.items()
         ]
-        error = self._append(group.group_id, records)
+        error = self._append(group.group_id, records, producer)
         if error is ErrorCode.NONE:
-            group.offsets.update(offsets)
+            if producer is None:
+                group.offsets.update(offsets)
+            else:
+                self.pending_txn_offsets.add(producer.producer_id, group.group_id, offsets)
         return error
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> None:
+        """The producer's marker reached `__consumer_offsets` partition `partition`: its pending offsets of
+        the groups there become committed (COMMIT) or are dropped (ABORT)."""
+        taken = self.pending_txn_offsets.take(producer_id, lambda group_id: self.partition_for(group_id) == partition)
+        if not commit:
+            return
+        for group_id, offsets in taken.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.add_group(GroupMetadata(group_id, state_timestamp_ms=self.clock.time_ms()))
+            group.offsets.update(offsets)
 
     def delete_offsets(self, group: GroupMetadata, partitions: Iterable[tuple[str, int]]) -> ErrorCode:
         """Tombstone the given committed offsets (those that exist) and drop them from the cache."""
@@ -217,26 +241,44 @@ class GroupMetadataManager:
     def load_partition(self, partition: int) -> None:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metadata: dict[str, GroupMetadataValue | None] = {}
-        for _offset, (raw_key, raw_value) in iter_records(self.topic, partition, self.config.offsets_load_buffer_size):
-            try:
-                key = decode_key(raw_key)
-                if isinstance(key, OffsetCommitKey):
-                    group_offsets = offsets.setdefault(key.group, {})
-                    if raw_value is None:
-                        group_offsets.pop((key.topic, key.partition), None)
-                    else:
-                        commit = decode_offset_commit_value(raw_value)
-                        group_offsets[(key.topic, key.partition)] = OffsetAndMetadata(
-                            commit.offset,
-                            commit.leader_epoch,
-                            commit.metadata,
-                            commit.commit_timestamp_ms,
-                            commit.expire_timestamp_ms,
-                        )
-                elif isinstance(key, GroupMetadataKey):
-                    metadata[key.group] = None if raw_value is None else decode_group_metadata_value(raw_value)
-            except (ValueError, UnicodeDecodeError):
-                log.warning("skipping an undecodable record in __consumer_offsets-%d", partition)
+        #: producer id -> group -> offsets of its transaction, until the marker says commit or abort.
+        pending: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        for batch, records in iter_log(self.topic, partition, self.config.offsets_load_buffer_size):
+            if batch.is_control:
+                txn_offsets = pending.pop(batch.producer_id, {})
+                if records and parse_control_record_type(records[0].key) == CONTROL_TYPE_COMMIT:
+                    for group_id, group_offsets in txn_offsets.items():
+                        offsets.setdefault(group_id, {}).update(group_offsets)
+                continue
+            for record in records:
+                if record.key is None:
+                    continue
+                try:
+                    key = decode_key(record.key)
+                    if isinstance(key, OffsetCommitKey):
+                        if batch.is_transactional:
+                            target = pending.setdefault(batch.producer_id, {}).setdefault(key.group, {})
+                        else:
+                            target = offsets.setdefault(key.group, {})
+                        if record.value is None:
+                            target.pop((key.topic, key.partition), None)
+                        else:
+                            commit = decode_offset_commit_value(record.value)
+                            target[(key.topic, key.partition)] = OffsetAndMetadata(
+                                commit.offset,
+                                commit.leader_epoch,
+                                commit.metadata,
+                                commit.commit_timestamp_ms,
+                                commit.expire_timestamp_ms,
+                            )
+                    elif isinstance(key, GroupMetadataKey):
+                        value = None if record.value is None else decode_group_metadata_value(record.value)
+                        metadata[key.group] = value
+                except (ValueError, UnicodeDecodeError):
+                    log.warning("skipping an undecodable record in __consumer_offsets-%d", partition)
+        for producer_id, txn_offsets in pending.items():
+            for group_id, group_offsets in txn_offsets.items():
+                self.pending_txn_offsets.add(producer_id, group_id, group_offsets)
         for group_id in set(offsets) | set(metadata):
             value = metadata.get(group_id)
             group_offsets = offsets.get(group_id, {})

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
+from broker.groups.offsets_topic import TxnProducer
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -74,8 +75,20 @@ class GroupOffsets:
         error = self._validate_commit(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
-        now_ms = self.coordinator.clock.time_ms()
         results: dict[TopicPartition, ErrorCode] = {}
+        accepted = self._accept(offsets, results)
+        store_error = self.manager.store_offsets(group, accepted)
+        for tp in accepted:
+            results[tp] = store_error
+        if group.generation_id >= 0 and group.has(member_id):
+            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
+        return {tp: results[tp] for tp in offsets}
+
+    def _accept(
+        self, offsets: Mapping[TopicPartition, CommitRequest], results: dict[TopicPartition, ErrorCode]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The commits to store; those with too much metadata get OFFSET_METADATA_TOO_LARGE in `results`."""
+        now_ms = self.coordinator.clock.time_ms()
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, request in offsets.items():
             metadata = request.metadata or ""
@@ -83,12 +96,50 @@ class GroupOffsets:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = OffsetAndMetadata(request.offset, request.leader_epoch, metadata, now_ms)
-        store_error = self.manager.store_offsets(group, accepted)
+        return accepted
+
+    # -- TxnOffsetCommit ---------------------------------------------------------------------------------
+    def handle_txn_commit_offsets(
+        self,
+        group_id: str,
+        producer: TxnProducer,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Mapping[TopicPartition, CommitRequest],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's handleTxnCommitOffsets: written now as the producer's transactional batch, committed by
+        its COMMIT marker. Members are checked only when the request names one (KIP-447)."""
+        error = self.coordinator.validate_group_status(group_id)
+        if error is not ErrorCode.NONE:
+            return {tp: error for tp in offsets}
+        group = self.manager.get_group(group_id) or self.manager.add_group(
+            GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+        if group.is_(GroupState.DEAD):
+            return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets}
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            if group.is_static_member_fenced(member_id, group_instance_id):
+                return {tp: ErrorCode.FENCED_INSTANCE_ID for tp in offsets}
+            if member_id and not group.has(member_id):
+                return {tp: ErrorCode.UNKNOWN_MEMBER_ID for tp in offsets}
+            if generation_id != group.generation_id:
+                return {tp: ErrorCode.ILLEGAL_GENERATION for tp in offsets}
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted = self._accept(offsets, results)
+        store_error = self.manager.store_offsets(group, accepted, producer)
         for tp in accepted:
             results[tp] = store_error
-        if group.generation_id >= 0 and group.has(member_id):
-            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
         return {tp: results[tp] for tp in offsets}
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> None:
+        """A transaction marker was written to `__consumer_offsets` partition `partition`."""
+        self.manager.complete_txn_offsets(producer_id, partition, commit)
+
+    def unstable_partitions(self, group_id: str, partitions: Iterable[TopicPartition]) -> set[TopicPartition]:
+        """Partitions with a transactional commit still pending (OffsetFetch require_stable answers
+        UNSTABLE_OFFSET_COMMIT for them)."""
+        pending = self.manager.pending_txn_offsets
+        return {tp for tp in partitions if pending.has_pending(group_id, tp)}
 
     @staticmethod
     def _validate_commit(

@@ -1,17 +1,21 @@
-"""`OffsetsTopic`: the coordinator's view of `__consumer_offsets` (append keyed records, read them back).
+"""`OffsetsTopic`: a coordinator's view of its internal topic (append keyed records, read them back) —
+`__consumer_offsets` for the group coordinator, `__transaction_state` for the transaction coordinator.
 
-`ReplicaOffsetsTopic` goes through the ReplicaManager (the one sync/async boundary) and the AdminManager
-(creation with cleanup.policy=compact on first use). `MemoryOffsetsTopic` keeps real v2 batches in
-memory for synchronous tests. Both are event-loop-thread only.
+`ReplicaOffsetsTopic` goes through the ReplicaManager (the one sync/async boundary; appends bypass the
+Produce handler's refusal of internal topics) and the AdminManager (creation with cleanup.policy=compact
+on first use). `MemoryOffsetsTopic` keeps real v2 batches in memory for synchronous tests. Transactional
+offset commits are appended as transactional batches carrying the producer's id and epoch, as Kafka does.
+Both are event-loop-thread only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from protocol.errors import TopicAlreadyExistsError
-from protocol.records import Record, build_batch, iter_batches
+from protocol.records import Record, RecordBatch, build_batch, iter_batches
 
 if TYPE_CHECKING:
     from broker.admin_manager import AdminManager
@@ -22,6 +26,14 @@ OFFSETS_TOPIC = "__consumer_offsets"
 KeyValue = tuple[bytes, bytes | None]
 
 
+@dataclass(frozen=True, slots=True)
+class TxnProducer:
+    """The producer a transactional append is written for."""
+
+    producer_id: int
+    producer_epoch: int
+
+
 class OffsetsTopic(Protocol):
     def num_partitions(self) -> int | None:
         """The partition count, or None while the topic does not exist."""
@@ -29,8 +41,10 @@ class OffsetsTopic(Protocol):
 
     async def create(self, num_partitions: int, segment_bytes: int) -> None: ...
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> None:
-        """Append as one batch; raises the partition's KafkaError."""
+    def append(
+        self, partition: int, records: Sequence[KeyValue], now_ms: int, producer: TxnProducer | None = None
+    ) -> None:
+        """Append as one batch (transactional when `producer` is given); raises the partition's KafkaError."""
         ...
 
     def read(self, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int]:
@@ -40,13 +54,20 @@ class OffsetsTopic(Protocol):
     def log_start_offset(self, partition: int) -> int: ...
 
 
-def batch_of(records: Sequence[KeyValue], now_ms: int) -> bytes:
-    return build_batch([Record(index, now_ms, key, value) for index, (key, value) in enumerate(records)], base_offset=0)
+def batch_of(
+    records: Sequence[KeyValue], now_ms: int, base_offset: int = 0, producer: TxnProducer | None = None,
+    base_sequence: int = 0,
+) -> bytes:
+    built = [Record(base_offset + index, now_ms, key, value) for index, (key, value) in enumerate(records)]
+    if producer is None:
+        return build_batch(built, base_offset=base_offset)
+    return build_batch(built, base_offset=base_offset, producer_id=producer.producer_id,
+                       producer_epoch=producer.producer_epoch, base_sequence=base_sequence, is_transactional=True)
 
 
-def iter_records(topic: OffsetsTopic, partition: int, buffer_bytes: int) -> Iterator[tuple[int, KeyValue]]:
-    """Every (offset, (key, value)) of one partition from the log start to the high watermark, in order;
-    control batches (transaction markers) skipped."""
+def iter_log(topic: OffsetsTopic, partition: int, buffer_bytes: int) -> Iterator[tuple[RecordBatch, list[Record]]]:
+    """Every batch of one partition from the log start to the high watermark, in order, with its records
+    (those at or after the read position; control batches included, for their markers)."""
     offset = topic.log_start_offset(partition)
     while True:
         data, high_watermark = topic.read(partition, offset, buffer_bytes)
@@ -55,30 +76,37 @@ def iter_records(topic: OffsetsTopic, partition: int, buffer_bytes: int) -> Iter
         for batch in iter_batches(data):
             if batch.next_offset <= offset:
                 continue
-            if not batch.is_control:
-                for record in batch.records():
-                    if record.offset >= offset and record.key is not None:
-                        yield record.offset, (record.key, record.value)
+            yield batch, [record for record in batch.records() if record.offset >= offset]
             offset = batch.next_offset
         if offset >= high_watermark:
             return
 
 
-class ReplicaOffsetsTopic:
-    """`__consumer_offsets` in the broker's own partition logs."""
+def iter_records(topic: OffsetsTopic, partition: int, buffer_bytes: int) -> Iterator[tuple[int, KeyValue]]:
+    """Every keyed (offset, (key, value)) of one partition, in order; control batches skipped."""
+    for batch, records in iter_log(topic, partition, buffer_bytes):
+        if not batch.is_control:
+            for record in records:
+                if record.key is not None:
+                    yield record.offset, (record.key, record.value)
 
-    def __init__(self, replica_manager: ReplicaManager, admin: AdminManager) -> None:
+
+class ReplicaOffsetsTopic:
+    """An internal topic (`__consumer_offsets` unless named otherwise) in the broker's own partition logs."""
+
+    def __init__(self, replica_manager: ReplicaManager, admin: AdminManager, name: str = OFFSETS_TOPIC) -> None:
         self.replica_manager = replica_manager
         self.admin = admin
+        self.name = name
 
     def num_partitions(self) -> int | None:
-        metadata = self.replica_manager.topic(OFFSETS_TOPIC)
+        metadata = self.replica_manager.topic(self.name)
         return None if metadata is None else metadata.num_partitions
 
     async def create(self, num_partitions: int, segment_bytes: int) -> None:
         try:
             await self.admin.create_topic(
-                OFFSETS_TOPIC,
+                self.name,
                 num_partitions,
                 1,
                 {"cleanup.policy": "compact", "segment.bytes": str(segment_bytes), "compression.type": "producer"},
@@ -86,21 +114,31 @@ class ReplicaOffsetsTopic:
         except TopicAlreadyExistsError:
             pass
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> None:
-        self.replica_manager.append(OFFSETS_TOPIC, partition, batch_of(records, now_ms))
+    def append(
+        self, partition: int, records: Sequence[KeyValue], now_ms: int, producer: TxnProducer | None = None
+    ) -> None:
+        sequence = 0 if producer is None else self._next_sequence(partition, producer)
+        self.replica_manager.append(self.name, partition, batch_of(records, now_ms, 0, producer, sequence))
+
+    def _next_sequence(self, partition: int, producer: TxnProducer) -> int:
+        """Kafka does not check sequences of coordinator appends; our log does, so continue the producer's."""
+        entry = self.replica_manager.log_for(self.name, partition).producer_state.producers.get(producer.producer_id)
+        if entry is None or entry.producer_epoch != producer.producer_epoch or entry.last_sequence < 0:
+            return 0
+        return (int(entry.last_sequence) + 1) & 0x7FFFFFFF
 
     def read(self, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int]:
         from broker.replica_manager import FetchPartitionRequest
 
-        request = FetchPartitionRequest(OFFSETS_TOPIC, partition, offset, max_bytes)
+        request = FetchPartitionRequest(self.name, partition, offset, max_bytes)
         reads, _total = self.replica_manager.read_partitions([request], max_bytes, 0)
-        read = reads[(OFFSETS_TOPIC, partition)]
+        read = reads[(self.name, partition)]
         if read.error is not None:
             raise read.error
         return read.records, read.high_watermark
 
     def log_start_offset(self, partition: int) -> int:
-        return int(self.replica_manager.log_for(OFFSETS_TOPIC, partition).log_start_offset)
+        return int(self.replica_manager.log_for(self.name, partition).log_start_offset)
 
 
 class MemoryOffsetsTopic:
@@ -125,17 +163,13 @@ class MemoryOffsetsTopic:
         batches = self.partitions[partition]
         return next(iter_batches(batches[-1])).next_offset if batches else 0
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> None:
+    def append(
+        self, partition: int, records: Sequence[KeyValue], now_ms: int, producer: TxnProducer | None = None
+    ) -> None:
         if self.fail_with is not None:
             raise self.fail_with
         assert self.partitions is not None
-        base = self._end_offset(partition)
-        self.partitions[partition].append(
-            build_batch(
-                [Record(base + index, now_ms, key, value) for index, (key, value) in enumerate(records)],
-                base_offset=base,
-            )
-        )
+        self.partitions[partition].append(batch_of(records, now_ms, self._end_offset(partition), producer))
 
     def read(self, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int]:
         assert self.partitions is not None

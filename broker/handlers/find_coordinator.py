@@ -1,5 +1,6 @@
-"""FindCoordinator (key 10), v0-4: this node coordinates every group. Creates `__consumer_offsets` on first
-use. Transaction coordinators (key_type 1) are not available yet: COORDINATOR_NOT_AVAILABLE."""
+"""FindCoordinator (key 10), v0-4: this node coordinates every group (key_type 0) and every transactional id
+(key_type 1). Creates `__consumer_offsets` / `__transaction_state` on first use, as Kafka does; while the
+coordinator still loads its topic the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,25 @@ from protocol.messages import response_class
 log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
-    if key_type != GROUP_KEY_TYPE:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if key_type == GROUP_KEY_TYPE:
+        manager: Any = ctx.group_coordinator.manager
+    elif key_type == TRANSACTION_KEY_TYPE:
+        if not ctx.txn_coordinator.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        manager = ctx.txn_coordinator.manager
+    else:
+        return ErrorCode.INVALID_REQUEST
     try:
-        await ctx.group_coordinator.manager.ensure_topic()
+        await manager.ensure_topic()
     except KafkaError as error:
-        log.warning("cannot create __consumer_offsets: %r", error)
+        log.warning("cannot create the coordinator topic for key type %d: %r", key_type, error)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if key_type == TRANSACTION_KEY_TYPE and manager.loading:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     return ErrorCode.NONE
 
 

@@ -1,20 +1,19 @@
-"""InitProducerId (key 22), v0-4: idempotent producers get a fresh producer id with epoch 0; a KIP-360
-bump (v3+, known id and epoch) returns the same id with the next epoch. Transactional ids are refused with
-UNSUPPORTED_VERSION until transactions exist (logged with the reason)."""
+"""InitProducerId (key 22), v0-4. Without a transactional id: an idempotent producer gets a fresh producer
+id with epoch 0, and a KIP-360 bump (v3+, known id and epoch) the same id with the next epoch. With one: the
+transaction coordinator fences the id's previous producer (aborting its open transaction) and bumps the
+epoch. v0-3 clients do not know PRODUCER_FENCED and get INVALID_PRODUCER_EPOCH instead."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers.add_partitions_to_txn import fenced_for
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
-
-log = logging.getLogger(__name__)
 
 MAX_EPOCH = 32_767
 
@@ -22,14 +21,14 @@ MAX_EPOCH = 32_767
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
     cls = response_class(ApiKey.INIT_PRODUCER_ID, event.api_version)
-    if request.transactional_id is not None:
-        log.warning(
-            "InitProducerId for transactional.id %r refused: transactions are not supported yet",
-            request.transactional_id,
-        )
-        return cls(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION, producer_id=-1, producer_epoch=-1)
     producer_id = getattr(request, "producer_id", -1) if event.api_version >= 3 else -1
     producer_epoch = getattr(request, "producer_epoch", -1) if event.api_version >= 3 else -1
+    if request.transactional_id is not None:
+        result = await ctx.txn_coordinator.handle_init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, producer_id, producer_epoch
+        )
+        return cls(throttle_time_ms=0, error_code=fenced_for(result.error, event.api_version, since_version=4),
+                   producer_id=result.producer_id, producer_epoch=result.producer_epoch)
     if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH - 1:
         return cls(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id,
                    producer_epoch=producer_epoch + 1)

@@ -1,5 +1,6 @@
 """OffsetFetch (key 9), v1-8: committed offsets, -1 with NONE where nothing is committed; a null topic
-list (v2+) means every partition the group committed. v8 batches several groups."""
+list (v2+) means every partition the group committed. v8 batches several groups. v7+ require_stable: a
+partition with a transactional commit still pending gets UNSTABLE_OFFSET_COMMIT (retriable)."""
 
 from __future__ import annotations
 
@@ -13,21 +14,27 @@ from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
 
+Fetched = dict[str, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]
 
-def _fetch(
-    ctx: BrokerContext, group_id: str, topics: Any
-) -> tuple[ErrorCode, dict[str, list[tuple[int, OffsetAndMetadata | None]]]]:
+
+def _fetch(ctx: BrokerContext, group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, Fetched]:
+    """(group error, topic -> [(partition, committed offset or None, partition error)])."""
     requested = None
     if topics is not None:
         requested = [(topic.name, index) for topic in topics for index in topic.partition_indexes]
-    error, offsets = ctx.group_coordinator.offsets.handle_fetch_offsets(group_id, requested)
-    by_topic: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = defaultdict(list)
+    offsets_api = ctx.group_coordinator.offsets
+    error, offsets = offsets_api.handle_fetch_offsets(group_id, requested)
+    by_topic: Fetched = defaultdict(list)
     if error is not ErrorCode.NONE:
         for topic_name, partition in requested or ():
-            by_topic[topic_name].append((partition, None))
+            by_topic[topic_name].append((partition, None, error))
         return error, by_topic
+    unstable = offsets_api.unstable_partitions(group_id, offsets) if require_stable else set()
     for (topic_name, partition), value in offsets.items():
-        by_topic[topic_name].append((partition, value))
+        if (topic_name, partition) in unstable:
+            by_topic[topic_name].append((partition, None, ErrorCode.UNSTABLE_OFFSET_COMMIT))
+        else:
+            by_topic[topic_name].append((partition, value, ErrorCode.NONE))
     return error, by_topic
 
 
@@ -51,7 +58,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
         partition_cls = topic_cls.OffsetFetchResponsePartitions
         groups = []
         for group in request.groups:
-            error, by_topic = _fetch(ctx, group.group_id, group.topics)
+            error, by_topic = _fetch(ctx, group.group_id, group.topics, bool(request.require_stable))
             groups.append(
                 group_cls(
                     group_id=group.group_id,
@@ -60,8 +67,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
                         topic_cls(
                             name=name,
                             partitions=[
-                                partition_cls(**_partition_fields(index, value, ErrorCode.NONE))
-                                for index, value in partitions
+                                partition_cls(**_partition_fields(index, value, partition_error))
+                                for index, value, partition_error in partitions
                             ],
                         )
                         for name, partitions in by_topic.items()
@@ -71,9 +78,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
         return cls(throttle_time_ms=0, groups=groups)
     topic_cls = cls.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
-    error, by_topic = _fetch(ctx, request.group_id, request.topics)
-    # v1 has no top-level error: it goes on every partition.
-    partition_error = error if version < 2 else ErrorCode.NONE
+    error, by_topic = _fetch(ctx, request.group_id, request.topics, version >= 7 and bool(request.require_stable))
     return cls(
         throttle_time_ms=0,
         error_code=error,
@@ -81,7 +86,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             topic_cls(
                 name=name,
                 partitions=[
-                    partition_cls(**_partition_fields(index, value, partition_error)) for index, value in partitions
+                    # v1 has no top-level error: it goes on every partition.
+                    partition_cls(**_partition_fields(index, value, error if version < 2 else partition_error))
+                    for index, value, partition_error in partitions
                 ],
             )
             for name, partitions in by_topic.items()

@@ -2,12 +2,15 @@
 
 acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition). acks=0 gets no response at all,
 and when any partition failed the connection is closed so the client refreshes metadata, as Kafka does.
-Errors land per partition; one bad partition never fails the others.
+Errors land per partition; one bad partition never fails the others. A transactional batch must belong to
+the ongoing transaction of the request's transactional id on that partition (Kafka 3.6+ verification):
+otherwise INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced producer.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
 from broker.admin_manager import INTERNAL_TOPICS
@@ -22,17 +25,24 @@ log = logging.getLogger(__name__)
 
 _ZSTD = 4
 _TRANSACTIONAL_FLAG = 0x10
+_PRODUCER_ID_POSITION = 43  # v2 batch header: producerId int64 then producerEpoch int16
+_PRODUCER_HEADER = struct.Struct(">qh")
 
 
-def _precheck(records: bytes | None, api_version: int) -> ErrorCode | None:
-    """Checks that depend on the request, not the log: zstd needs v7+, transactions are not supported yet."""
+def _precheck(
+    ctx: BrokerContext, records: bytes | None, api_version: int, transactional_id: str | None, tp: tuple[str, int]
+) -> ErrorCode | None:
+    """Checks that depend on the request, not the log: zstd needs v7+, a transactional batch needs its
+    partition in the producer's ongoing transaction."""
     if records is None or len(records) < 23:
         return None  # the log's validation reports malformed batches with the right code
     attributes = int.from_bytes(records[21:23], "big")
     if attributes & 0x07 == _ZSTD and api_version < 7:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-    if attributes & _TRANSACTIONAL_FLAG:
-        return ErrorCode.INVALID_TXN_STATE
+    if attributes & _TRANSACTIONAL_FLAG and len(records) >= _PRODUCER_ID_POSITION + _PRODUCER_HEADER.size:
+        producer_id, producer_epoch = _PRODUCER_HEADER.unpack_from(records, _PRODUCER_ID_POSITION)
+        error = ctx.txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp)
+        return None if error is ErrorCode.NONE else error
     return None
 
 
@@ -42,6 +52,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     topic_cls = cls.TopicProduceResponse
     partition_cls = topic_cls.PartitionProduceResponse
     acks = request.acks
+    transactional_id = getattr(request, "transactional_id", None)
     failed = False
     topics = []
     for topic_data in request.topic_data:
@@ -52,7 +63,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
             if topic_data.name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
                 code = code or ErrorCode.INVALID_TOPIC_EXCEPTION
-            code = code or _precheck(partition_data.records, event.api_version)
+            code = code or _precheck(ctx, partition_data.records, event.api_version, transactional_id,
+                                     (topic_data.name, index))
             if code is not None:
                 result["error_code"] = code
             elif partition_data.records is None:

@@ -1,0 +1,35 @@
+"""AddOffsetsToTxn (key 25), v0-3: add the group's `__consumer_offsets` partition to the transaction, so
+the TxnOffsetCommit that follows is part of it and its marker completes the offsets."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.groups.offsets_topic import OFFSETS_TOPIC
+from broker.handlers.add_partitions_to_txn import fenced_for
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import response_class
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.ADD_OFFSETS_TO_TXN, event.api_version)
+    groups = ctx.group_coordinator.manager
+    try:
+        await groups.ensure_topic()
+    except KafkaError as exc:
+        log.warning("cannot create %s: %r", OFFSETS_TOPIC, exc)
+        return cls(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error = ctx.txn_coordinator.handle_add_partitions(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        [(OFFSETS_TOPIC, groups.partition_for(request.group_id))],
+    )
+    return cls(throttle_time_ms=0, error_code=fenced_for(error, event.api_version))

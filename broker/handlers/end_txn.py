@@ -1,0 +1,21 @@
+"""EndTxn (key 26), v0-3: commit or abort the producer's transaction (the coordinator writes PrepareX,
+the markers and CompleteX before answering)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers.add_partitions_to_txn import fenced_for
+from protocol.api_keys import ApiKey
+from protocol.connection import RequestReceived
+from protocol.messages import response_class
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.END_TXN, event.api_version)
+    error = ctx.txn_coordinator.handle_end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
+    )
+    return cls(throttle_time_ms=0, error_code=fenced_for(error, event.api_version))

@@ -1,0 +1,304 @@
+"""`TransactionCoordinator`: Kafka's transaction coordinator for every transactional id of this node —
+InitProducerId (transactional), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the produce-side verification
+(KIP-890 part 1) and the timeout of transactions.
+
+Modelled on Apache Kafka's TransactionCoordinator: the same checks in the same order and the same error
+codes. Each state change is written to `__transaction_state` before it is applied. EndTxn runs the whole
+two-phase commit inline: PrepareCommit/PrepareAbort written, a marker written to every partition, then
+CompleteCommit/CompleteAbort written; a marker that cannot be written leaves the transaction in Prepare*
+(clients get CONCURRENT_TRANSACTIONS) and the periodic task retries it. Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from broker.groups.scheduler import Cancellable, Scheduler
+from broker.transactions.config import TransactionConfig
+from broker.transactions.transaction_marker_writer import TxnMarkerWriter
+from broker.transactions.transaction_metadata import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TopicPartition,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
+from broker.transactions.transaction_state_manager import TransactionStateManager
+from protocol.errors import ErrorCode, KafkaError
+from storage.clock import Clock
+
+log = logging.getLogger(__name__)
+
+#: The leader epoch of the `__transaction_state` partition; a single node is always at 0.
+COORDINATOR_EPOCH = 0
+
+_S = TransactionState
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+class _NeedProducerId:
+    """`_prepare_init` asks for a fresh producer id (epoch exhausted) before it can decide."""
+
+
+_NEED_PRODUCER_ID = _NeedProducerId()
+
+
+class TransactionCoordinator:
+    """Owns the transaction state machine's request handling, marker completion and timers; the cache lives
+    in the `TransactionStateManager`, markers go through the `TxnMarkerWriter`."""
+
+    def __init__(
+        self,
+        config: TransactionConfig,
+        manager: TransactionStateManager,
+        markers: TxnMarkerWriter,
+        allocate_producer_id: Callable[[], Awaitable[int]],
+        scheduler: Scheduler,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.manager = manager
+        self.markers = markers
+        self.allocate_producer_id = allocate_producer_id
+        self.scheduler = scheduler
+        self.clock = clock
+        self.active = False
+        self._timers: dict[str, Cancellable] = {}
+        #: Partitions already holding this transaction's marker, so a retry writes only the rest.
+        self._markers_written: dict[str, set[TopicPartition]] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        """Rebuild every id from `__transaction_state`, then finish transactions left in Prepare* by writing
+        their markers again; Ongoing ones keep running against their timeout."""
+        self.active = True
+        await self.manager.load_all()
+        for metadata in list(self.manager.transactions.values()):
+            if metadata.state.is_prepare:
+                self._complete(metadata)
+        config = self.config
+        self._schedule(config.abort_timed_out_transaction_cleanup_interval_ms, self.abort_timed_out_transactions)
+        self._schedule(config.remove_expired_transaction_cleanup_interval_ms, self.remove_expired_transactional_ids)
+
+    def _schedule(self, interval_ms: int, action: Callable[[], object]) -> None:
+        name = getattr(action, "__name__", repr(action))
+
+        def run() -> None:
+            if not self.active:
+                return
+            try:
+                action()
+            except Exception:
+                log.exception("transaction coordinator task %s failed; it will run again", name)
+            finally:
+                self._schedule(interval_ms, action)
+
+        self._timers[name] = self.scheduler.call_later(interval_ms, run)
+
+    def shutdown(self) -> None:
+        self.active = False
+        for timer in self._timers.values():
+            timer.cancel()
+
+    def status_error(self, transactional_id: str | None) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.manager.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # -- InitProducerId ----------------------------------------------------------------------------------
+    async def handle_init_producer_id(
+        self, transactional_id: str, txn_timeout_ms: int, producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> InitProducerIdResult:
+        error = self.status_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return InitProducerIdResult(error)
+        if not 0 < txn_timeout_ms <= self.config.max_timeout_ms:
+            return InitProducerIdResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        expected = None if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH else (
+            producer_id, producer_epoch)
+        try:
+            await self.manager.ensure_topic()
+        except KafkaError as exc:
+            log.warning("cannot create __transaction_state: %r", exc)
+            return InitProducerIdResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        metadata = self.manager.get(transactional_id)
+        if metadata is None:
+            new_id = await self.allocate_producer_id()
+            metadata = self.manager.put_if_not_exists(
+                TransactionMetadata.new(transactional_id, new_id, txn_timeout_ms, self.clock.time_ms()))
+        rotated_id: int | None = None
+        while True:
+            result = self._prepare_init(metadata, txn_timeout_ms, expected, rotated_id)
+            if not isinstance(result, _NeedProducerId):
+                break
+            rotated_id = await self.allocate_producer_id()
+        if isinstance(result, ErrorCode):
+            return InitProducerIdResult(result)
+        error = self.manager.append_transaction_to_log(metadata, result)
+        if error is not ErrorCode.NONE:
+            return InitProducerIdResult(error)
+        log.info("Initialized transactional id %s with producer id %d and epoch %d", transactional_id,
+                 metadata.producer_id, metadata.producer_epoch)
+        return InitProducerIdResult(ErrorCode.NONE, metadata.producer_id, metadata.producer_epoch)
+
+    def _prepare_init(
+        self, metadata: TransactionMetadata, txn_timeout_ms: int, expected: tuple[int, int] | None,
+        rotated_id: int | None, fenced_ongoing: bool = False,
+    ) -> TxnTransitMetadata | ErrorCode | _NeedProducerId:
+        if expected is not None and not metadata.is_valid_producer_id(*expected):
+            return ErrorCode.PRODUCER_FENCED
+        now_ms = self.clock.time_ms()
+        if metadata.state.is_prepare:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not self._complete(metadata) else self._prepare_init(
+                metadata, txn_timeout_ms, expected, rotated_id, fenced_ongoing)
+        if metadata.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            if metadata.is_producer_epoch_exhausted and (expected is None or expected[1] == metadata.producer_epoch):
+                if rotated_id is None:
+                    return _NEED_PRODUCER_ID
+                return metadata.prepare_producer_id_rotation(rotated_id, txn_timeout_ms, now_ms, expected is not None)
+            transit = metadata.prepare_increment_producer_epoch(
+                txn_timeout_ms, None if expected is None else expected[1], now_ms)
+            return ErrorCode.PRODUCER_FENCED if transit is None else transit
+        if metadata.state is _S.ONGOING and not fenced_ongoing:
+            # Kafka fences the current producer and aborts its transaction; the abort completes inline here,
+            # so the new producer's epoch bump follows at once instead of after a CONCURRENT_TRANSACTIONS retry.
+            metadata.fence_producer_epoch()
+            self._end_transaction(metadata, metadata.producer_id, metadata.producer_epoch, False, from_client=False)
+            return self._prepare_init(metadata, txn_timeout_ms, expected, rotated_id, fenced_ongoing=True)
+        return ErrorCode.CONCURRENT_TRANSACTIONS
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------------
+    def handle_add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
+    ) -> ErrorCode:
+        """One error for the whole request (the handler answers it for every partition)."""
+        error = self.status_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return error
+        metadata = self.manager.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if metadata.state.is_prepare:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        wanted = set(partitions)
+        if metadata.state is _S.ONGOING and wanted <= metadata.topic_partitions:
+            return ErrorCode.NONE
+        return self.manager.append_transaction_to_log(
+            metadata, metadata.prepare_add_partitions(wanted, self.clock.time_ms()))
+
+    def verify_partition(
+        self, transactional_id: str | None, producer_id: int, producer_epoch: int, partition: TopicPartition
+    ) -> ErrorCode:
+        """KIP-890 part 1: a transactional produce (or TxnOffsetCommit) must belong to the producer's ongoing
+        transaction on that partition."""
+        metadata = self.manager.get(transactional_id) if transactional_id else None
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_TXN_STATE
+        if producer_epoch < metadata.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if producer_epoch != metadata.producer_epoch or metadata.state is not _S.ONGOING:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE if partition in metadata.topic_partitions else ErrorCode.INVALID_TXN_STATE
+
+    # -- EndTxn ------------------------------------------------------------------------------------------
+    def handle_end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+        error = self.status_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return error
+        metadata = self.manager.get(transactional_id)
+        if metadata is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        return self._end_transaction(metadata, producer_id, producer_epoch, commit, from_client=True)
+
+    def _end_transaction(
+        self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool, from_client: bool
+    ) -> ErrorCode:
+        if producer_id != metadata.producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if (from_client and producer_epoch != metadata.producer_epoch) or producer_epoch < metadata.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        state = metadata.state
+        if state is _S.ONGOING:
+            target = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+            error = self.manager.append_transaction_to_log(
+                metadata, metadata.prepare_abort_or_commit(target, self.clock.time_ms()))
+            if error is not ErrorCode.NONE:
+                metadata.has_failed_epoch_fence = not from_client
+                return error
+            metadata.has_failed_epoch_fence = False
+            self._complete(metadata)
+            return ErrorCode.NONE
+        if state is (_S.COMPLETE_COMMIT if commit else _S.COMPLETE_ABORT):
+            return ErrorCode.NONE  # a retry of the EndTxn that completed it
+        if state is (_S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT):
+            return ErrorCode.NONE if self._complete(metadata) else ErrorCode.CONCURRENT_TRANSACTIONS
+        log.info("EndTxn(%s) for transactional id %s in state %s: INVALID_TXN_STATE",
+                 "commit" if commit else "abort", metadata.transactional_id, state.state_name)
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _complete(self, metadata: TransactionMetadata) -> bool:
+        """Write the markers of a Prepare* transaction, then its Complete* state. False: retry later."""
+        commit = metadata.state is _S.PREPARE_COMMIT
+        written = self._markers_written.setdefault(metadata.transactional_id, set())
+        failed = False
+        for topic, partition in sorted(metadata.topic_partitions - written):
+            try:
+                self.markers.write_marker(topic, partition, metadata.producer_id, metadata.producer_epoch,
+                                          COORDINATOR_EPOCH, commit)
+            except KafkaError as exc:
+                if exc.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    log.info("%s-%d is gone; no marker needed for %s", topic, partition, metadata.transactional_id)
+                else:
+                    log.warning("writing the %s marker of %s to %s-%d failed: %r", "COMMIT" if commit else "ABORT",
+                                metadata.transactional_id, topic, partition, exc)
+                    failed = True
+                    continue
+            written.add((topic, partition))
+        if failed:
+            return False
+        error = self.manager.append_transaction_to_log(metadata, metadata.prepare_complete(self.clock.time_ms()))
+        if error is not ErrorCode.NONE:
+            return False
+        self._markers_written.pop(metadata.transactional_id, None)
+        return True
+
+    # -- timers ------------------------------------------------------------------------------------------
+    def abort_timed_out_transactions(self) -> int:
+        """Abort every Ongoing transaction past its timeout, fencing its producer (epoch bump); retry the
+        completion of transactions stuck in Prepare*. Returns how many were aborted."""
+        if self.manager.loading:
+            return 0
+        aborted = 0
+        for metadata in self.manager.timed_out_transactions(self.clock.time_ms()):
+            log.info("Aborting transaction %s of producer id %d: timed out after %d ms", metadata.transactional_id,
+                     metadata.producer_id, metadata.txn_timeout_ms)
+            metadata.fence_producer_epoch()
+            if self._end_transaction(metadata, metadata.producer_id, metadata.producer_epoch, False,
+                                     from_client=False) is ErrorCode.NONE:
+                aborted += 1
+        for metadata in list(self.manager.transactions.values()):
+            if metadata.state.is_prepare:
+                self._complete(metadata)
+        return aborted
+
+    def remove_expired_transactional_ids(self) -> int:
+        if self.manager.loading:
+            return 0
+        expired = self.manager.expired_transactional_ids(self.clock.time_ms())
+        return sum(1 for metadata in expired if self.manager.remove_expired(metadata) is ErrorCode.NONE)

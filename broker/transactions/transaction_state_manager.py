@@ -1,0 +1,158 @@
+"""`TransactionStateManager`: the transactional-id cache and its persistence in `__transaction_state`.
+
+Owns every `TransactionMetadata` by transactional id, writes state transitions (and tombstones of expired
+ids) to the id's partition of `__transaction_state`, rebuilds the cache from the topic on startup, and
+finds timed-out transactions and expired ids. Event-loop thread only; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.groups.offsets_topic import OffsetsTopic, iter_records
+from broker.transactions.config import TransactionConfig
+from broker.transactions.transaction_log import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
+from protocol.errors import ErrorCode, KafkaError
+from storage.clock import Clock
+
+log = logging.getLogger(__name__)
+
+_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE}
+
+
+def append_error(error: KafkaError) -> ErrorCode:
+    """Kafka's mapping of a failed `__transaction_state` append to the client's error."""
+    if error.error_code in _TOO_LARGE:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class TransactionStateManager:
+    """Transactional-id cache + `__transaction_state` reads and writes."""
+
+    def __init__(self, config: TransactionConfig, topic: OffsetsTopic, clock: Clock) -> None:
+        self.config = config
+        self.topic = topic
+        self.clock = clock
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self.loading = False
+
+    # -- partitions --------------------------------------------------------------------------------------
+    def num_partitions(self) -> int:
+        return self.topic.num_partitions() or self.config.state_log_num_partitions
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions())
+
+    async def ensure_topic(self) -> None:
+        if self.topic.num_partitions() is None:
+            await self.topic.create(self.config.state_log_num_partitions, self.config.state_log_segment_bytes)
+
+    # -- cache -------------------------------------------------------------------------------------------
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        return self.transactions.get(transactional_id)
+
+    def put_if_not_exists(self, metadata: TransactionMetadata) -> TransactionMetadata:
+        return self.transactions.setdefault(metadata.transactional_id, metadata)
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def append_transaction_to_log(self, metadata: TransactionMetadata, transit: TxnTransitMetadata) -> ErrorCode:
+        """Persist `transit`, then apply it to `metadata` (Kafka's appendTransactionToLog). On failure the
+        cache keeps the previous state."""
+        record = (encode_key(metadata.transactional_id), encode_value(transit))
+        error = self._append(metadata.transactional_id, record)
+        if error is ErrorCode.NONE:
+            metadata.complete_transition(transit)
+        return error
+
+    def remove_expired(self, metadata: TransactionMetadata) -> ErrorCode:
+        """Tombstone an expired id and drop it from the cache."""
+        error = self._append(metadata.transactional_id, (encode_key(metadata.transactional_id), None))
+        if error is ErrorCode.NONE:
+            metadata.complete_transition(metadata.prepare_dead())
+            self.transactions.pop(metadata.transactional_id, None)
+        return error
+
+    def _append(self, transactional_id: str, record: tuple[bytes, bytes | None]) -> ErrorCode:
+        if self.topic.num_partitions() is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        try:
+            self.topic.append(self.partition_for(transactional_id), [record], self.clock.time_ms())
+        except KafkaError as error:
+            log.warning("append to %s for transactional id %s failed: %r", TRANSACTION_STATE_TOPIC,
+                        transactional_id, error)
+            return append_error(error)
+        return ErrorCode.NONE
+
+    # -- timers ------------------------------------------------------------------------------------------
+    def timed_out_transactions(self, now_ms: int) -> list[TransactionMetadata]:
+        """Ongoing transactions whose start is older than their timeout (Kafka's timedOutTransactions)."""
+        return [
+            metadata
+            for metadata in self.transactions.values()
+            if metadata.state is TransactionState.ONGOING
+            and metadata.txn_start_timestamp_ms + metadata.txn_timeout_ms < now_ms
+        ]
+
+    def expired_transactional_ids(self, now_ms: int) -> list[TransactionMetadata]:
+        """Idle ids not updated for transactional.id.expiration.ms."""
+        expiration_ms = self.config.transactional_id_expiration_ms
+        return [
+            metadata
+            for metadata in self.transactions.values()
+            if metadata.state in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
+                                  TransactionState.COMPLETE_ABORT)
+            and metadata.txn_last_update_timestamp_ms + expiration_ms <= now_ms
+        ]
+
+    # -- loading -----------------------------------------------------------------------------------------
+    async def load_all(self) -> None:
+        """Rebuild every transactional id from `__transaction_state` (COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        partitions = self.topic.num_partitions()
+        if partitions is None:
+            return
+        self.loading = True
+        try:
+            for partition in range(partitions):
+                self.load_partition(partition)
+                await asyncio.sleep(0)
+        finally:
+            self.loading = False
+
+    def load_partition(self, partition: int) -> None:
+        values: dict[str, TransactionLogValue | None] = {}
+        buffer_bytes = self.config.state_log_load_buffer_size
+        for _offset, (raw_key, raw_value) in iter_records(self.topic, partition, buffer_bytes):
+            try:
+                transactional_id = decode_key(raw_key)
+                values[transactional_id] = None if raw_value is None else decode_value(raw_value)
+            except (ValueError, UnicodeDecodeError):
+                log.warning("skipping an undecodable record in %s-%d", TRANSACTION_STATE_TOPIC, partition)
+        for transactional_id, value in values.items():
+            if value is None:
+                self.transactions.pop(transactional_id, None)
+                continue
+            self.transactions[transactional_id] = TransactionMetadata(
+                transactional_id,
+                value.producer_id,
+                value.previous_producer_id,
+                value.producer_epoch,
+                -1,
+                value.transaction_timeout_ms,
+                value.state,
+                set(value.topic_partitions),
+                value.start_timestamp_ms,
+                value.last_update_timestamp_ms,
+            )
