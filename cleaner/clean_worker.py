@@ -62,8 +62,8 @@ from typing import Any
 from cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord, TopicCleaningConfig
 from cleaner.cleaner_stats import CleanerStats
 from cleaner.offset_map import OffsetMap
-from cleaner.transaction_metadata import AbortedTransaction
 from storage.log_segment import CLEANED_SUFFIX, LogSegment
+from storage.transaction_index import AbortedTransaction
 
 logger = logging.getLogger("cleaner.clean_worker")
 
@@ -168,6 +168,7 @@ def _close_files(segment: LogSegment) -> None:
     """Release a segment's descriptors without `LogSegment.close()`'s final time-index append."""
     segment.offset_index.close()
     segment.time_index.close()
+    segment.txn_index.close()
     segment.log.close()
 
 

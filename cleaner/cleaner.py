@@ -27,16 +27,19 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from cleaner.cleaner_stats import CleanerStats
 from cleaner.log_to_clean import segments_overlapping
 from cleaner.offset_map import OffsetMap
 from cleaner.record_codec import RecordLike, decode_records, encode_batch
-from cleaner.transaction_metadata import AbortedTransaction, CleanedTransactionMetadata
+from cleaner.transaction_metadata import CleanedTransactionMetadata
 from protocol.records import RecordBatch, TimestampType
 from storage.clock import Clock
 from storage.log_segment import CLEANED_SUFFIX, LogSegment
+from storage.transaction_index import AbortedTransaction
+from storage.unified_log import collect_aborted_transactions as collect_from_segments
 
 INT_MAX = 2_147_483_647
 _WRITE_CHUNK_BYTES = 1 << 20
@@ -125,10 +128,6 @@ def group_segments_by_size(
     return groups
 
 
-def _no_aborted_transactions(start_offset: int, upper_bound_offset: int) -> Sequence[AbortedTransaction]:
-    return ()
-
-
 class Cleaner:
     """Runs cleaning rounds for partitions, one at a time, with one fixed-memory offset map.
 
@@ -165,16 +164,17 @@ class Cleaner:
         now_ms: int,
         config: TopicCleaningConfig,
         producers: Mapping[int, LastProducerRecord] | None = None,
-        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] = _no_aborted_transactions,
+        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] | None = None,
         on_group_cleaned: Callable[[CleanedGroup], None] | None = None,
     ) -> CleaningResult:
         """One round (Kafka's doClean). `segments` is the whole log, oldest first, active segment last;
         `first_uncleanable_offset` is already rounded down to a segment base (LogToClean); `now_ms` is the
-        round's single `currentTime` for delete horizons. `on_group_cleaned` lets the caller swap each group
-        in as soon as it is written, as Kafka does; otherwise the caller swaps `result.groups`."""
+        round's single `currentTime` for delete horizons. Aborted transactions come from the segments'
+        transaction indexes unless `collect_aborted_transactions` is given. `on_group_cleaned` lets the caller
+        swap each group in as soon as it is written, as Kafka does; otherwise the caller swaps `result.groups`."""
+        collect = collect_aborted_transactions or partial(collect_from_segments, segments)
         stats = CleanerStats(start_ms=self._clock.time_ms())
-        self.build_offset_map(
-            segments, first_dirty_offset, first_uncleanable_offset, stats, collect_aborted_transactions)
+        self.build_offset_map(segments, first_dirty_offset, first_uncleanable_offset, stats, collect)
         end_offset = self.offset_map.latest_offset + 1
         stats.map_complete_ms = self._clock.time_ms()
         transactions = CleanedTransactionMetadata()
@@ -183,8 +183,7 @@ class Cleaner:
         for group in group_segments_by_size(
                 to_clean, config.segment_bytes, config.segment_index_bytes, first_uncleanable_offset):
             cleaned = self._clean_segments(
-                group, now_ms, config, stats, transactions, producers or {}, first_uncleanable_offset,
-                collect_aborted_transactions)
+                group, now_ms, config, stats, transactions, producers or {}, first_uncleanable_offset, collect)
             groups.append(cleaned)
             if on_group_cleaned is not None:
                 on_group_cleaned(cleaned)
@@ -199,7 +198,7 @@ class Cleaner:
         start_offset: int,
         end_offset: int,
         stats: CleanerStats,
-        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] = _no_aborted_transactions,
+        collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] | None = None,
     ) -> None:
         """Map the latest offset of each key in [start_offset, end_offset), stopping when the map is full.
 
@@ -216,7 +215,8 @@ class Cleaner:
         self._pending_bytes = 0
         dirty = segments_overlapping(segments, start_offset, end_offset)
         transactions = CleanedTransactionMetadata()
-        transactions.add_aborted_transactions(collect_aborted_transactions(start_offset, end_offset))
+        collect = collect_aborted_transactions or partial(collect_from_segments, segments)
+        transactions.add_aborted_transactions(collect(start_offset, end_offset))
         for i, segment in enumerate(dirty):
             self._check_done()
             next_segment_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end_offset
@@ -317,6 +317,8 @@ class Cleaner:
                 transactions.add_aborted_transactions(collect_aborted_transactions(segment.base_offset, upper))
                 self._clean_into(segment, cleaned, now_ms, config.delete_retention_ms, stats, transactions,
                                  producers, upper_bound_offset)
+            for transaction in transactions.retained_aborted_transactions[retained_before:]:
+                cleaned.txn_index.append(transaction)
             cleaned.on_becoming_inactive()
             cleaned.flush()
             cleaned.set_last_modified_ms(group[-1].last_modified_ms)

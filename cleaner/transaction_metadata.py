@@ -2,8 +2,8 @@
 
 Decides, batch by batch in log order, whether a batch's records may be discarded because they belong to an
 aborted transaction, and whether a COMMIT/ABORT marker is still needed. Aborted transactions come from the
-transaction index; storage has none yet, so the cleaner is fed an empty list until it does and every
-transactional batch then counts as committed (the safe direction: nothing is dropped as aborted).
+segments' transaction indexes (`.txnindex`); the entries still backed by data after the round go into the
+cleaned segment's index.
 """
 
 from __future__ import annotations
@@ -14,16 +14,7 @@ from dataclasses import dataclass
 
 from protocol.records import RecordBatch
 from protocol.records.builder import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, parse_control_record_type
-
-
-@dataclass(frozen=True, slots=True)
-class AbortedTransaction:
-    """One transaction-index entry (Kafka's AbortedTxn)."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
+from storage.transaction_index import AbortedTransaction
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ import bisect
 import logging
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +83,21 @@ def _last_offset(data: bytes) -> int:
             int.from_bytes(data[position + 23:position + 27], "big")
         position += int.from_bytes(data[position + 8:position + 12], "big") + 12
     return last
+
+
+def collect_aborted_transactions(
+    segments: Sequence[LogSegment], start_offset: int, upper_bound_offset: int
+) -> list[AbortedTransaction]:
+    """Aborted transactions overlapping `[start_offset, upper_bound_offset)` in these segments (oldest first),
+    from the one holding `start_offset` on until a segment's index says no later one can hold more."""
+    index = max(0, bisect.bisect_right([s.base_offset for s in segments], start_offset) - 1)
+    found: list[AbortedTransaction] = []
+    for segment in segments[index:]:
+        aborted, complete = segment.collect_aborted_transactions(start_offset, upper_bound_offset)
+        found.extend(aborted)
+        if complete:
+            break
+    return found
 
 
 def parse_topic_partition(dir: Path) -> tuple[str, int]:
@@ -267,14 +282,7 @@ class UnifiedLog:
             return self._collect_aborted_transactions(start_offset, upper_bound_offset)
 
     def _collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTransaction]:
-        index = max(0, bisect.bisect_right([s.base_offset for s in self._segments], start_offset) - 1)
-        found: list[AbortedTransaction] = []
-        for segment in self._segments[index:]:
-            aborted, complete = segment.collect_aborted_transactions(start_offset, upper_bound_offset)
-            found.extend(aborted)
-            if complete:
-                break
-        return found
+        return collect_aborted_transactions(self._segments, start_offset, upper_bound_offset)
 
     def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
         segment = self.active_segment

@@ -13,11 +13,11 @@ from pathlib import Path
 from cleaner.cleaner import Cleaner, CleaningResult, LastProducerRecord
 from cleaner.log_to_clean import LogToClean
 from cleaner.offset_map import SLOT_BYTES, OffsetMap
-from cleaner.transaction_metadata import AbortedTransaction
 from protocol.records import CompressionType, Record, RecordBatch, TimestampType
 from protocol.records.builder import build_batch, build_control_batch
 from storage.clock import FakeClock
 from storage.log_segment import CLEANED_SUFFIX, LogSegment
+from storage.transaction_index import AbortedTransaction
 
 KeyValue = tuple[bytes | None, bytes | None]
 
@@ -37,7 +37,6 @@ class SegmentLog:
         self.config = config or TopicConfig()
         self.segments: list[LogSegment] = [self._new_segment(0)]
         self.next_offset = 0
-        self.aborted: list[AbortedTransaction] = []
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
@@ -78,13 +77,13 @@ class SegmentLog:
 
     def append_marker(self, producer_id: int, *, commit: bool, producer_epoch: int = 0,
                       first_offset: int | None = None) -> RecordBatch:
-        """A COMMIT/ABORT marker; an ABORT with `first_offset` also gets a transaction-index entry."""
+        """A COMMIT/ABORT marker; an ABORT with `first_offset` also gets an entry in the segment's `.txnindex`."""
         offset = self.next_offset
         batch = self.append_batch(build_control_batch(
             base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
             coordinator_epoch=0, timestamp_ms=self.clock.time_ms()))
         if not commit and first_offset is not None:
-            self.aborted.append(AbortedTransaction(producer_id, first_offset, offset, offset))
+            self.active.txn_index.append(AbortedTransaction(producer_id, first_offset, offset, offset))
         return batch
 
     def roll(self, base_offset: int | None = None) -> None:
@@ -111,8 +110,9 @@ class SegmentLog:
     def key_values(self) -> list[tuple[int, bytes | None, bytes | None]]:
         return [(r.offset, r.key, r.value) for r in self.records()]
 
-    def collect_aborted(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTransaction]:
-        return [a for a in self.aborted if a.last_offset >= start_offset and a.first_offset < upper_bound_offset]
+    def aborted_transactions(self) -> list[AbortedTransaction]:
+        """Every entry of every segment's transaction index, in log order."""
+        return [t for segment in self.segments for t in segment.txn_index.all_aborted_transactions()]
 
     # ---------------------------------------------------------------- cleaning
     def swap(self, result: CleaningResult) -> None:
@@ -139,8 +139,7 @@ class SegmentLog:
         result = cleaner.clean(
             self.segments, first_dirty_offset=first_dirty_offset,
             first_uncleanable_offset=to_clean.first_uncleanable_offset,
-            now_ms=self.clock.time_ms() if now_ms is None else now_ms, config=self.config, producers=producers,
-            collect_aborted_transactions=self.collect_aborted)
+            now_ms=self.clock.time_ms() if now_ms is None else now_ms, config=self.config, producers=producers)
         self.swap(result)
         return result
 

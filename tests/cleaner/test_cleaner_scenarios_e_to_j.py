@@ -375,18 +375,17 @@ def test_S13_multi_pass_with_aborted_transactions_and_a_tiny_map(tmp_path: Path,
     cleaner = make_cleaner(clock, slots=4, load_factor=0.75)
 
     def clean_pass(first_dirty: int) -> int:
-        result = log.clean(cleaner, first_dirty, producers=producers)
-        # The cleaned segment's transaction index keeps only the entries still backed by data.
-        log.aborted = [t for group in result.groups for t in group.aborted_transactions]
-        return result.end_offset
+        return log.clean(cleaner, first_dirty, producers=producers).end_offset
 
     assert clean_pass(0) == 4
     assert [b.base_offset for b in log.batches()][:-1] == [0, 2, 4, 6, 7, 10, 13, 15, 16, 17, 19]
     assert closed_entries(log) == [0, 2, 3, 4, 5, 6, 7, 10, 13, 14, 15, 16, 17, 18, 19]
-    assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted] == [(1, 8, 10), (2, 11, 16)]
+    # The cleaned segment's .txnindex keeps only the entries still backed by data.
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted_transactions()] == [
+        (1, 8, 10), (2, 11, 16)]
     assert clean_pass(4) == 14
     assert closed_entries(log) == [0, 2, 4, 5, 6, 7, 10, 13, 14, 15, 16, 17, 18, 19]
-    assert log.aborted == []
+    assert log.aborted_transactions() == []
     clock.advance_ms(50_000)
     assert clean_pass(14) == 20
     assert closed_entries(log) == [0, 2, 4, 5, 6, 7, 13, 15, 17, 18, 19]
