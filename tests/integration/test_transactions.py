@@ -58,7 +58,7 @@ def consume(bootstrap: str, isolation_level: str, expected_count: int, topic: st
         while len(values) < expected_count and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
-                values.append(message.value())
+                values.append(message.value() or b"")
     finally:
         consumer.close()
     return values
