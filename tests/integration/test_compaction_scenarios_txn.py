@@ -60,10 +60,11 @@ def consume(bootstrap: str, topic: str, isolation_level: str) -> list[tuple[byte
         while True:
             message = consumer.poll(10)
             assert message is not None, f"no end of partition within 10 s; got {got}"
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     return got
-                raise AssertionError(f"consumer error: {message.error()}")
+                raise AssertionError(f"consumer error: {error}")
             got.append((message.key(), message.value()))
     finally:
         consumer.close()
