@@ -176,19 +176,33 @@ def test_S35_min_compaction_lag_holds_back_recent_segments(tmp_path: Path, clock
     assert log.offsets() == [4, 5, 6]
 
 
-def test_S36_S38_min_lag_judged_on_record_timestamps(tmp_path: Path, clock: FakeClock) -> None:
+def test_S36_min_lag_judged_on_record_timestamps(tmp_path: Path, clock: FakeClock) -> None:
     old, recent = T0 - 2 * HOUR_MS, T0 - HOUR_MS // 2
     log = _lag_log(tmp_path, clock, [old, old + 1, recent, old + 2])
     common = {"log_start_offset": 0, "log_end_offset": 9, "checkpoint_offset": None, "last_stable_offset": 9,
               "now_ms": clock.time_ms()}
     offsets = cleanable_offsets(log.segments, min_compaction_lag_ms=HOUR_MS, **common)
     assert offsets.first_uncleanable_dirty_offset == 4  # the recent segment and everything after it wait
-    # S38: max lag says "clean now" for the old dirty segment but never lifts the min-lag bound.
-    firsts = [s.rolling_based_timestamp for s in log.segments]
-    assert max_compaction_delay_ms(log.segments, firsts, first_dirty_offset=0, max_compaction_lag_ms=HOUR_MS,
-                                   now_ms=clock.time_ms()) == HOUR_MS
     unbounded = cleanable_offsets(log.segments, min_compaction_lag_ms=0, **common)
     assert unbounded.first_uncleanable_dirty_offset == 8
+
+
+def test_S38_max_lag_does_not_override_min_lag_or_the_lso(tmp_path: Path, clock: FakeClock) -> None:
+    old, recent = T0 - 3 * HOUR_MS, T0 - HOUR_MS // 2
+    log = _lag_log(tmp_path, clock, [old, old + 1, recent, old + 2])
+    firsts = [s.rolling_based_timestamp for s in log.segments]
+    # max lag 2h says "clean now" for the 3h-old dirty segment ...
+    assert max_compaction_delay_ms(log.segments, firsts, first_dirty_offset=0, max_compaction_lag_ms=2 * HOUR_MS,
+                                   now_ms=clock.time_ms()) == HOUR_MS
+    common = {"log_start_offset": 0, "log_end_offset": 9, "checkpoint_offset": None, "now_ms": clock.time_ms()}
+    # ... but the 30-minute-old segment stays behind min lag 1h: only the older segments are cleanable,
+    held = cleanable_offsets(log.segments, min_compaction_lag_ms=HOUR_MS, last_stable_offset=9, **common)
+    assert held.first_uncleanable_dirty_offset == 4
+    # and an open transaction (LSO 2) bounds the range below both.
+    open_txn = cleanable_offsets(log.segments, min_compaction_lag_ms=HOUR_MS, last_stable_offset=2, **common)
+    assert open_txn.first_uncleanable_dirty_offset == 2
+    assert cleanable_offsets(log.segments, min_compaction_lag_ms=0, last_stable_offset=2,
+                             **common).first_uncleanable_dirty_offset == 2
 
 
 def test_S37_max_compaction_delay(tmp_path: Path, clock: FakeClock) -> None:
