@@ -42,6 +42,8 @@ def _precheck(
     if attributes & _TRANSACTIONAL_FLAG and len(records) >= _PRODUCER_ID_POSITION + _PRODUCER_HEADER.size:
         producer_id, producer_epoch = _PRODUCER_HEADER.unpack_from(records, _PRODUCER_ID_POSITION)
         error = ctx.txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp)
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NOT_ENOUGH_REPLICAS  # Kafka's retriable answer while verification cannot run yet
         return None if error is ErrorCode.NONE else error
     return None
 

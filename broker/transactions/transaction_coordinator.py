@@ -206,7 +206,9 @@ class TransactionCoordinator:
         self, transactional_id: str | None, producer_id: int, producer_epoch: int, partition: TopicPartition
     ) -> ErrorCode:
         """KIP-890 part 1: a transactional produce (or TxnOffsetCommit) must belong to the producer's ongoing
-        transaction on that partition."""
+        transaction on that partition. While the coordinator loads, the answer is retriable."""
+        if not self.active or self.manager.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         metadata = self.manager.get(transactional_id) if transactional_id else None
         if metadata is None or metadata.producer_id != producer_id:
             return ErrorCode.INVALID_TXN_STATE
@@ -277,6 +279,35 @@ class TransactionCoordinator:
             return False
         self._markers_written.pop(metadata.transactional_id, None)
         return True
+
+    # -- DescribeTransactions / ListTransactions ---------------------------------------------------------
+    def describe_transaction(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        error = self.status_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return error, None
+        metadata = self.manager.get(transactional_id)
+        if metadata is None or metadata.state is _S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, metadata
+
+    def list_transactions(
+        self, state_names: set[str], producer_ids: set[int], min_duration_ms: int
+    ) -> tuple[ErrorCode, list[TransactionMetadata]]:
+        """Kafka's listTransactions: every filter given must match; a duration filter keeps transactions
+        running for longer than it."""
+        error = self.status_error("-")
+        if error is not ErrorCode.NONE:
+            return error, []
+        now_ms = self.clock.time_ms()
+        return ErrorCode.NONE, [
+            metadata
+            for metadata in self.manager.transactions.values()
+            if metadata.state is not _S.DEAD
+            and (not state_names or metadata.state.state_name in state_names)
+            and (not producer_ids or metadata.producer_id in producer_ids)
+            and (min_duration_ms < 0 or (metadata.state is _S.ONGOING
+                                         and now_ms - metadata.txn_start_timestamp_ms > min_duration_ms))
+        ]
 
     # -- timers ------------------------------------------------------------------------------------------
     def abort_timed_out_transactions(self) -> int:

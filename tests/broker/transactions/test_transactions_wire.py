@@ -117,3 +117,30 @@ def test_txn_offset_commit_is_unstable_until_the_commit(broker: BrokerProcess) -
         assert client.request(EndTxnRequest[3](transactional_id="tx", producer_id=pid, producer_epoch=epoch,
                                                committed=True)).error_code == ErrorCode.NONE
         assert offset_fetch(require_stable=True) == (ErrorCode.NONE, 42)
+
+
+def test_describe_and_list_transactions(broker: BrokerProcess) -> None:
+    from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
+
+    with WireClient(broker.bootstrap) as client:
+        create_topic(client, "t", partitions=2)
+        _error, pid, epoch = init(client, "open", timeout_ms=30_000)
+        add_partitions(client, "open", pid, epoch, {"t": [1, 0]})
+        _error, idle_pid, _epoch = init(client, "idle")
+        response = client.request(DescribeTransactionsRequest[0](transactional_ids=["open", "missing"]))
+        described, missing = response.transaction_states
+        assert (described.error_code, described.transaction_state, described.transaction_timeout_ms,
+                described.producer_id, described.producer_epoch) == (0, "Ongoing", 30_000, pid, epoch)
+        assert [(topic.topic, topic.partitions) for topic in described.topics] == [("t", [0, 1])]
+        assert described.transaction_start_time_ms > 0
+        assert missing.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+        def listed(states: list[str], producer_ids: list[int] | None = None) -> tuple[list[str], set[str]]:
+            response = client.request(ListTransactionsRequest[1](
+                state_filters=states, producer_id_filters=producer_ids or [], duration_filter=-1))
+            return response.unknown_state_filters, {s.transactional_id for s in response.transaction_states}
+
+        assert listed([]) == ([], {"open", "idle"})
+        assert listed(["Ongoing", "Bogus"]) == (["Bogus"], {"open"})
+        assert listed(["Bogus"]) == (["Bogus"], set())
+        assert listed([], [idle_pid]) == ([], {"idle"})
