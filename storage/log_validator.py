@@ -1,7 +1,9 @@
 """Produce-path validation of one partition's payload (Kafka's LogValidator; notes §3.4/§6, spec §4).
 
-Checks run on the header first; records are decoded only where Kafka needs them: keys on compacted topics
-and record timestamps when a timestamp window is configured for CreateTime topics.
+Checks run on the header first; records are decoded only where Kafka needs them: keys on compacted topics,
+record timestamps when a timestamp window is configured for CreateTime topics, and a batch whose codec differs
+from the topic's `compression.type` (other than `producer`), which is rebuilt in the topic's codec with the same
+records, offset deltas, timestamps and producer fields (Kafka's validateMessagesAndAssignOffsetsCompressed).
 """
 
 from __future__ import annotations
@@ -15,11 +17,19 @@ from protocol.errors import (
     MessageTooLargeError,
     RecordListTooLargeError,
 )
-from protocol.records import LOG_OVERHEAD, RecordBatch, TimestampType, iter_batches
+from protocol.records import LOG_OVERHEAD, CompressionType, RecordBatch, TimestampType, build_batch, iter_batches
 from storage.config_def import LONG_MAX
 from storage.log_config import LogConfig
 
 MAGIC_V2 = 2
+#: topic `compression.type` -> the codec appended batches are stored in ("producer": as received)
+TOPIC_CODECS = {
+    "uncompressed": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
 
 
 class LogValidator:
@@ -61,6 +71,9 @@ class LogValidator:
                 f"Inner record count {batch.records_count} does not match last offset delta "
                 f"{batch.last_offset_delta} + 1 in {self.topic_partition}")
         config = self.config
+        target_codec = TOPIC_CODECS.get(config.compression_type)
+        if target_codec is not None and target_codec != batch.compression_type:
+            batch = recompress(batch, target_codec)
         if batch.size_bytes > config.max_message_bytes:
             raise MessageTooLargeError(
                 f"The record batch of {batch.size_bytes} bytes in {self.topic_partition} is larger than "
@@ -103,6 +116,17 @@ class LogValidator:
                                         record_errors=tuple(timestamp_errors))
         if key_errors:
             raise InvalidRecordError(_summary(key_errors), record_errors=tuple(key_errors))
+
+
+def recompress(batch: RecordBatch, codec: CompressionType) -> RecordBatch:
+    """The same batch (records, offset deltas, timestamps, producer id/epoch/sequence, flags) in `codec`."""
+    data = build_batch(
+        list(batch.records()), base_offset=batch.base_offset, compression=codec,
+        timestamp_type=batch.timestamp_type, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+        partition_leader_epoch=batch.partition_leader_epoch, last_offset_delta=batch.last_offset_delta,
+        max_timestamp=batch.max_timestamp)
+    return RecordBatch(data, 0)
 
 
 def _summary(record_errors: Sequence[tuple[int, str]]) -> str:

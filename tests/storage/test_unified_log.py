@@ -14,7 +14,7 @@ from protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from protocol.records import RecordBatch, TimestampType, iter_batches
+from protocol.records import CompressionType, RecordBatch, TimestampType, iter_batches
 from storage.clock import FakeClock
 from tests.storage.conftest import T0, LogFactory, batch
 
@@ -297,3 +297,23 @@ def test_roll_defers_fsync_and_flush_rolled_segments_advances_the_recovery_point
     assert log.recovery_point == 0  # the roll itself did not fsync
     log.flush_rolled_segments()
     assert log.recovery_point == log.segments()[-1].base_offset > 0
+
+
+@pytest.mark.parametrize(("topic_codec", "stored"), [
+    ("lz4", CompressionType.LZ4), ("uncompressed", CompressionType.NONE), ("producer", CompressionType.GZIP)])
+def test_topic_compression_type_recompresses_on_append(make_log: LogFactory, topic_codec: str,
+                                                       stored: CompressionType) -> None:
+    log = make_log({"compression.type": topic_codec})
+    sent = batch(b"v0", b"v1", b"v2", producer_id=7, producer_epoch=1, base_sequence=0,
+                 compression=CompressionType.GZIP, is_transactional=False)
+    info = log.append_as_leader(sent)
+    assert (info.first_offset, info.last_offset) == (0, 2)
+    (appended,) = iter_batches(log.read(0, 1 << 20).records)
+    appended.ensure_valid()
+    assert appended.compression_type == stored
+    assert (appended.producer_id, appended.producer_epoch, appended.base_sequence) == (7, 1, 0)
+    assert appended.max_timestamp == T0 + 2
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in appended.records()] == [
+        (i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
+    # the retried batch is still recognised as a duplicate of the recompressed one
+    assert log.append_as_leader(sent).duplicate
