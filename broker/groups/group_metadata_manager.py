@@ -7,11 +7,11 @@ offsets past `offsets.retention.minutes` (KIP-211 rules). Event-loop thread only
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 
 from broker.groups.config import GroupConfig
+from broker.groups.coordinator_partitions import CoordinatorPartitions
 from broker.groups.coordinator_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -25,7 +25,6 @@ from broker.groups.coordinator_records import (
     encode_group_metadata_value,
     encode_offset_commit_key,
     encode_offset_commit_value,
-    partition_for,
 )
 from broker.groups.group_metadata import (
     GroupMetadata,
@@ -33,7 +32,7 @@ from broker.groups.group_metadata import (
     MemberMetadata,
     OffsetAndMetadata,
 )
-from broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer, iter_log
+from broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
 from broker.groups.pending_txn_offsets import PendingTxnOffsets
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
@@ -53,27 +52,23 @@ def append_error(error: KafkaError) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-class GroupMetadataManager:
-    """Group cache + `__consumer_offsets` reads and writes."""
+class GroupMetadataManager(CoordinatorPartitions):
+    """Group cache + `__consumer_offsets` reads and writes (partitioning, appends and the load loop are
+    `CoordinatorPartitions`')."""
 
     def __init__(self, config: GroupConfig, topic: OffsetsTopic, clock: Clock) -> None:
+        super().__init__(
+            topic,
+            clock,
+            default_num_partitions=config.offsets_topic_num_partitions,
+            segment_bytes=config.offsets_topic_segment_bytes,
+            append_error=append_error,
+            key_name="group",
+            topic_name=OFFSETS_TOPIC,
+        )
         self.config = config
-        self.topic = topic
-        self.clock = clock
         self.groups: dict[str, GroupMetadata] = {}
         self.pending_txn_offsets = PendingTxnOffsets()
-        self.loading = False
-
-    # -- partitions --------------------------------------------------------------------------------------
-    def num_partitions(self) -> int:
-        return self.topic.num_partitions() or self.config.offsets_topic_num_partitions
-
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions())
-
-    async def ensure_topic(self) -> None:
-        if self.topic.num_partitions() is None:
-            await self.topic.create(self.config.offsets_topic_num_partitions, self.config.offsets_topic_segment_bytes)
 
     # -- cache -------------------------------------------------------------------------------------------
     def get_group(self, group_id: str) -> GroupMetadata | None:
@@ -81,16 +76,6 @@ class GroupMetadataManager:
 
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
         return self.groups.setdefault(group.group_id, group)
-
-    def _append(self, group_id: str, records: list[KeyValue], producer: TxnProducer | None = None) -> ErrorCode:
-        if self.topic.num_partitions() is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            self.topic.append(self.partition_for(group_id), records, self.clock.time_ms(), producer)
-        except KafkaError as error:
-            log.warning("append to %s for group %s failed: %r", "__consumer_offsets", group_id, error)
-            return append_error(error)
-        return ErrorCode.NONE
 
     # -- writes ------------------------------------------------------------------------------------------
     def store_group(self, group: GroupMetadata, assignments: Mapping[str, bytes]) -> ErrorCode:
@@ -225,19 +210,6 @@ class GroupMetadataManager:
         return removed
 
     # -- loading -----------------------------------------------------------------------------------------
-    async def load_all(self) -> None:
-        """Rebuild every group from `__consumer_offsets` (COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
-        partitions = self.topic.num_partitions()
-        if partitions is None:
-            return
-        self.loading = True
-        try:
-            for partition in range(partitions):
-                self.load_partition(partition)
-                await asyncio.sleep(0)
-        finally:
-            self.loading = False
-
     def load_partition(self, partition: int) -> None:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metadata: dict[str, GroupMetadataValue | None] = {}

@@ -7,9 +7,9 @@ finds timed-out transactions and expired ids. Event-loop thread only; not thread
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from broker.groups.coordinator_partitions import CoordinatorPartitions
 from broker.groups.offsets_topic import OffsetsTopic, iter_records
 from broker.transactions.config import TransactionConfig
 from broker.transactions.transaction_log import (
@@ -19,7 +19,6 @@ from broker.transactions.transaction_log import (
     decode_value,
     encode_key,
     encode_value,
-    partition_for,
 )
 from broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 from protocol.errors import ErrorCode, KafkaError
@@ -39,26 +38,22 @@ def append_error(error: KafkaError) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-class TransactionStateManager:
-    """Transactional-id cache + `__transaction_state` reads and writes."""
+class TransactionStateManager(CoordinatorPartitions):
+    """Transactional-id cache + `__transaction_state` reads and writes (partitioning, appends and the load
+    loop are `CoordinatorPartitions`')."""
 
     def __init__(self, config: TransactionConfig, topic: OffsetsTopic, clock: Clock) -> None:
+        super().__init__(
+            topic,
+            clock,
+            default_num_partitions=config.state_log_num_partitions,
+            segment_bytes=config.state_log_segment_bytes,
+            append_error=append_error,
+            key_name="transactional id",
+            topic_name=TRANSACTION_STATE_TOPIC,
+        )
         self.config = config
-        self.topic = topic
-        self.clock = clock
         self.transactions: dict[str, TransactionMetadata] = {}
-        self.loading = False
-
-    # -- partitions --------------------------------------------------------------------------------------
-    def num_partitions(self) -> int:
-        return self.topic.num_partitions() or self.config.state_log_num_partitions
-
-    def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions())
-
-    async def ensure_topic(self) -> None:
-        if self.topic.num_partitions() is None:
-            await self.topic.create(self.config.state_log_num_partitions, self.config.state_log_segment_bytes)
 
     # -- cache -------------------------------------------------------------------------------------------
     def get(self, transactional_id: str) -> TransactionMetadata | None:
@@ -72,29 +67,18 @@ class TransactionStateManager:
         """Persist `transit`, then apply it to `metadata` (Kafka's appendTransactionToLog). On failure the
         cache keeps the previous state."""
         record = (encode_key(metadata.transactional_id), encode_value(transit))
-        error = self._append(metadata.transactional_id, record)
+        error = self._append(metadata.transactional_id, [record])
         if error is ErrorCode.NONE:
             metadata.complete_transition(transit)
         return error
 
     def remove_expired(self, metadata: TransactionMetadata) -> ErrorCode:
         """Tombstone an expired id and drop it from the cache."""
-        error = self._append(metadata.transactional_id, (encode_key(metadata.transactional_id), None))
+        error = self._append(metadata.transactional_id, [(encode_key(metadata.transactional_id), None)])
         if error is ErrorCode.NONE:
             metadata.complete_transition(metadata.prepare_dead())
             self.transactions.pop(metadata.transactional_id, None)
         return error
-
-    def _append(self, transactional_id: str, record: tuple[bytes, bytes | None]) -> ErrorCode:
-        if self.topic.num_partitions() is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            self.topic.append(self.partition_for(transactional_id), [record], self.clock.time_ms())
-        except KafkaError as error:
-            log.warning("append to %s for transactional id %s failed: %r", TRANSACTION_STATE_TOPIC,
-                        transactional_id, error)
-            return append_error(error)
-        return ErrorCode.NONE
 
     # -- timers ------------------------------------------------------------------------------------------
     def timed_out_transactions(self, now_ms: int) -> list[TransactionMetadata]:
@@ -118,19 +102,6 @@ class TransactionStateManager:
         ]
 
     # -- loading -----------------------------------------------------------------------------------------
-    async def load_all(self) -> None:
-        """Rebuild every transactional id from `__transaction_state` (COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
-        partitions = self.topic.num_partitions()
-        if partitions is None:
-            return
-        self.loading = True
-        try:
-            for partition in range(partitions):
-                self.load_partition(partition)
-                await asyncio.sleep(0)
-        finally:
-            self.loading = False
-
     def load_partition(self, partition: int) -> None:
         values: dict[str, TransactionLogValue | None] = {}
         buffer_bytes = self.config.state_log_load_buffer_size

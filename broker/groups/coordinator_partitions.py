@@ -1,0 +1,85 @@
+"""`CoordinatorPartitions`: what a coordinator's state manager does with its internal topic's partitions.
+
+Shared by the group coordinator (`__consumer_offsets`) and the transaction coordinator
+(`__transaction_state`): which partition owns a key (Kafka's partitionFor), creation of the topic on first
+use, keyed appends with the coordinator's mapping of append errors, and the load of every partition on
+startup (COORDINATOR_LOAD_IN_PROGRESS meanwhile). Event-loop thread only; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from broker.groups.coordinator_records import partition_for
+from broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer
+from protocol.errors import ErrorCode, KafkaError
+from storage.clock import Clock
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorPartitions:
+    """Partitioning, creation, appends and loading of one coordinator's internal topic; subclasses own the
+    cache and implement `load_partition`."""
+
+    def __init__(
+        self,
+        topic: OffsetsTopic,
+        clock: Clock,
+        *,
+        default_num_partitions: int,
+        segment_bytes: int,
+        append_error: Callable[[KafkaError], ErrorCode],
+        key_name: str,
+        topic_name: str,
+    ) -> None:
+        self.topic = topic
+        self.clock = clock
+        self.loading = False
+        self._default_num_partitions = default_num_partitions
+        self._segment_bytes = segment_bytes
+        self._append_error = append_error
+        self._key_name = key_name
+        self._topic_name = topic_name
+
+    # -- partitions --------------------------------------------------------------------------------------
+    def num_partitions(self) -> int:
+        return self.topic.num_partitions() or self._default_num_partitions
+
+    def partition_for(self, key: str) -> int:
+        return partition_for(key, self.num_partitions())
+
+    async def ensure_topic(self) -> None:
+        if self.topic.num_partitions() is None:
+            await self.topic.create(self._default_num_partitions, self._segment_bytes)
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def _append(self, key: str, records: list[KeyValue], producer: TxnProducer | None = None) -> ErrorCode:
+        """Append `records` to `key`'s partition as one batch; the coordinator's error code on failure."""
+        if self.topic.num_partitions() is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        try:
+            self.topic.append(self.partition_for(key), records, self.clock.time_ms(), producer)
+        except KafkaError as error:
+            log.warning("append to %s for %s %s failed: %r", self._topic_name, self._key_name, key, error)
+            return self._append_error(error)
+        return ErrorCode.NONE
+
+    # -- loading -----------------------------------------------------------------------------------------
+    async def load_all(self) -> None:
+        """Rebuild the cache from every partition, yielding to the event loop between partitions."""
+        partitions = self.topic.num_partitions()
+        if partitions is None:
+            return
+        self.loading = True
+        try:
+            for partition in range(partitions):
+                self.load_partition(partition)
+                await asyncio.sleep(0)
+        finally:
+            self.loading = False
+
+    def load_partition(self, partition: int) -> None:
+        raise NotImplementedError
