@@ -12,6 +12,8 @@ import struct
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from broker.groups.coordinator_record_reader import CoordinatorRecordReader
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -112,67 +114,11 @@ class _Writer:
         return self
 
 
-class _Reader:
+class _Reader(CoordinatorRecordReader):
     """Reads one record; the leading int16 version decides the layout (v4 and later are flexible)."""
 
     def __init__(self, data: bytes, flexible_from: int = 4) -> None:
-        self.data = memoryview(data)
-        self.position = 0
-        self.version = self.int16()
-        self.flexible = self.version >= flexible_from
-
-    def _take(self, size: int) -> memoryview:
-        if size < 0 or self.position + size > len(self.data):
-            raise ValueError("truncated __consumer_offsets record")
-        chunk = self.data[self.position : self.position + size]
-        self.position += size
-        return chunk
-
-    def int16(self) -> int:
-        return int(_INT16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_INT32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_INT64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        # Unsigned varint (compact lengths); protocol.records' decoder is zig-zag, so undo it.
-        result = 0
-        shift = 0
-        while True:
-            byte = self._take(1)[0]
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-
-    def _length(self, wide: bool) -> int:
-        if self.flexible:
-            return self.uvarint() - 1
-        return self.int32() if wide else self.int16()
-
-    def nullable_string(self) -> str | None:
-        length = self._length(False)
-        return None if length < 0 else bytes(self._take(length)).decode()
-
-    def string(self) -> str:
-        return self.nullable_string() or ""
-
-    def bytes_(self) -> bytes:
-        length = self._length(True)
-        return b"" if length < 0 else bytes(self._take(length))
-
-    def array_length(self) -> int:
-        return self._length(True)
-
-    def skip_tagged_fields(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._take(self.uvarint())
+        super().__init__(data, flexible_from, "__consumer_offsets")
 
     def fields(self, cls: type) -> dict[str, Any]:
         """The wire fields of dataclass `cls` as this version lays them out, by name."""

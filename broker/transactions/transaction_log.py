@@ -15,7 +15,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from broker.groups.coordinator_records import java_string_hash
+from broker.groups.coordinator_record_reader import CoordinatorRecordReader
+from broker.groups.coordinator_records import partition_for as partition_for  # the same rule as for a group id
 from broker.transactions.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -50,18 +51,13 @@ class TransactionLogValue:
     next_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-def partition_for(transactional_id: str, num_partitions: int) -> int:
-    """Kafka's transactional id -> `__transaction_state` partition: Utils.abs(id.hashCode) % partitions."""
-    return (java_string_hash(transactional_id) & 0x7FFFFFFF) % num_partitions
-
-
 def encode_key(transactional_id: str) -> bytes:
     data = transactional_id.encode()
     return _KEY_HEADER.pack(KEY_VERSION, len(data)) + data
 
 
 def decode_key(data: bytes) -> str:
-    reader = _Reader(data)
+    reader = _reader(data)
     if reader.version != KEY_VERSION:
         raise ValueError(f"unknown __transaction_state key version {reader.version}")
     return reader.string()
@@ -89,7 +85,7 @@ def encode_value(transit: TxnTransitMetadata) -> bytes:
 
 
 def decode_value(data: bytes) -> TransactionLogValue:
-    reader = _Reader(data)
+    reader = _reader(data)
     if reader.version not in (0, 1):
         raise ValueError(f"unknown __transaction_state value version {reader.version}")
     producer_id = reader.int64()
@@ -112,58 +108,6 @@ def decode_value(data: bytes) -> TransactionLogValue:
     )
 
 
-class _Reader:
-    """Reads one key or value; version 1+ of a value uses the flexible (compact, tagged) encoding."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = memoryview(data)
-        self.position = 0
-        self.version = self.int16()
-        self.flexible = self.version >= 1
-
-    def _take(self, size: int) -> memoryview:
-        if size < 0 or self.position + size > len(self.data):
-            raise ValueError("truncated __transaction_state record")
-        chunk = self.data[self.position : self.position + size]
-        self.position += size
-        return chunk
-
-    def int8(self) -> int:
-        return int.from_bytes(self._take(1), "big", signed=True)
-
-    def int16(self) -> int:
-        return int(_INT16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_INT32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_INT64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            byte = self._take(1)[0]
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-
-    def string(self) -> str:
-        length = self.uvarint() - 1 if self.flexible else self.int16()
-        return "" if length < 0 else bytes(self._take(length)).decode()
-
-    def array_length(self) -> int:
-        return self.uvarint() - 1 if self.flexible else self.int32()
-
-    def tagged_fields(self) -> dict[int, bytes]:
-        if not self.flexible:
-            return {}
-        tags = {}
-        for _index in range(self.uvarint()):
-            tag = self.uvarint()
-            tags[tag] = bytes(self._take(self.uvarint()))
-        return tags
-
-    def skip_tagged_fields(self) -> None:
-        self.tagged_fields()
+def _reader(data: bytes) -> CoordinatorRecordReader:
+    """Version 1+ of a value uses the flexible (compact, tagged) encoding."""
+    return CoordinatorRecordReader(data, 1, TRANSACTION_STATE_TOPIC)
