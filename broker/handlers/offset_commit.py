@@ -3,7 +3,7 @@ go to the group coordinator (generation/member checks, then one append to `__con
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from broker.context import BrokerContext
@@ -32,34 +32,24 @@ def split_unknown_partitions(
     return unknown, known
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
-    request = event.request
-    version = event.api_version
-    coordinator = ctx.group_coordinator
-    if coordinator.validate_group_status(request.group_id, allow_empty_id=True) is ErrorCode.NONE:
-        await coordinator.manager.ensure_topic()
-    results, known = split_unknown_partitions(ctx, request.topics)
-    commits = {
+def commit_requests(
+    known: Iterable[tuple[tuple[str, int], Any]], carries_leader_epoch: bool
+) -> dict[tuple[str, int], CommitRequest]:
+    """The requested commit of each known partition (its leader epoch only where the version carries one)."""
+    return {
         tp: CommitRequest(
             partition.committed_offset,
-            partition.committed_leader_epoch if version >= 6 else -1,
+            partition.committed_leader_epoch if carries_leader_epoch else -1,
             partition.committed_metadata,
         )
         for tp, partition in known
     }
-    if commits:
-        results.update(
-            coordinator.offsets.handle_commit_offsets(
-                request.group_id,
-                request.member_id,
-                request.group_instance_id if version >= 7 else None,
-                request.generation_id_or_member_epoch,
-                commits,
-            )
-        )
-    cls = response_class(ApiKey.OFFSET_COMMIT, version)
-    topic_cls = cls.OffsetCommitResponseTopic
-    partition_cls = topic_cls.OffsetCommitResponsePartition
+
+
+def commit_response(
+    cls: Any, topic_cls: Any, partition_cls: Any, topics: Iterable[Any], results: Mapping[tuple[str, int], ErrorCode]
+) -> Any:
+    """An (Txn)OffsetCommit response: every requested partition with its error code, in request order."""
     return cls(
         throttle_time_ms=0,
         topics=[
@@ -73,6 +63,29 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
                     for partition in topic.partitions
                 ],
             )
-            for topic in request.topics
+            for topic in topics
         ],
     )
+
+
+async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+    request = event.request
+    version = event.api_version
+    coordinator = ctx.group_coordinator
+    if coordinator.validate_group_status(request.group_id, allow_empty_id=True) is ErrorCode.NONE:
+        await coordinator.manager.ensure_topic()
+    results, known = split_unknown_partitions(ctx, request.topics)
+    commits = commit_requests(known, version >= 6)
+    if commits:
+        results.update(
+            coordinator.offsets.handle_commit_offsets(
+                request.group_id,
+                request.member_id,
+                request.group_instance_id if version >= 7 else None,
+                request.generation_id_or_member_epoch,
+                commits,
+            )
+        )
+    cls = response_class(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = cls.OffsetCommitResponseTopic
+    return commit_response(cls, topic_cls, topic_cls.OffsetCommitResponsePartition, request.topics, results)

@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.groups.group_offsets import CommitRequest
 from broker.groups.offsets_topic import OFFSETS_TOPIC, TxnProducer
-from broker.handlers.offset_commit import split_unknown_partitions
+from broker.handlers.offset_commit import commit_requests, commit_response, split_unknown_partitions
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode
@@ -22,14 +21,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     version = event.api_version
     coordinator = ctx.group_coordinator
     results, known = split_unknown_partitions(ctx, request.topics)
-    commits = {
-        tp: CommitRequest(
-            partition.committed_offset,
-            partition.committed_leader_epoch if version >= 2 else -1,
-            partition.committed_metadata,
-        )
-        for tp, partition in known
-    }
+    commits = commit_requests(known, version >= 2)
     if commits:
         error = coordinator.validate_group_status(request.group_id)
         if error is ErrorCode.NONE:
@@ -52,20 +44,4 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
             )
     cls = response_class(ApiKey.TXN_OFFSET_COMMIT, version)
     topic_cls = cls.TxnOffsetCommitResponseTopic
-    partition_cls = topic_cls.TxnOffsetCommitResponsePartition
-    return cls(
-        throttle_time_ms=0,
-        topics=[
-            topic_cls(
-                name=topic.name,
-                partitions=[
-                    partition_cls(
-                        partition_index=partition.partition_index,
-                        error_code=results[(topic.name, partition.partition_index)],
-                    )
-                    for partition in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
-    )
+    return commit_response(cls, topic_cls, topic_cls.TxnOffsetCommitResponsePartition, request.topics, results)
