@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from typing import ClassVar
 
 from broker.groups.coordinator_records import partition_for
 from broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer
@@ -22,27 +22,30 @@ log = logging.getLogger(__name__)
 
 class CoordinatorPartitions:
     """Partitioning, creation, appends and loading of one coordinator's internal topic; subclasses own the
-    cache and implement `load_partition`."""
+    cache, implement `load_partition` and name their topic, key and error mapping below."""
 
-    def __init__(
-        self,
-        topic: OffsetsTopic,
-        clock: Clock,
-        *,
-        default_num_partitions: int,
-        segment_bytes: int,
-        append_error: Callable[[KafkaError], ErrorCode],
-        key_name: str,
-        topic_name: str,
-    ) -> None:
+    #: The internal topic and what its keys are (for log lines).
+    topic_name: ClassVar[str]
+    key_name: ClassVar[str]
+    #: The append errors that mean "too large", and the code the coordinator's clients get instead.
+    too_large_errors: ClassVar[frozenset[ErrorCode]]
+    too_large_error: ClassVar[ErrorCode]
+
+    def __init__(self, topic: OffsetsTopic, clock: Clock, default_num_partitions: int, segment_bytes: int) -> None:
         self.topic = topic
         self.clock = clock
         self.loading = False
         self._default_num_partitions = default_num_partitions
         self._segment_bytes = segment_bytes
-        self._append_error = append_error
-        self._key_name = key_name
-        self._topic_name = topic_name
+
+    @classmethod
+    def append_error(cls, error: KafkaError) -> ErrorCode:
+        """Kafka's mapping of a failed append to the internal topic to the coordinator API's error."""
+        if error.error_code in cls.too_large_errors:
+            return cls.too_large_error
+        if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     # -- partitions --------------------------------------------------------------------------------------
     def num_partitions(self) -> int:
@@ -63,8 +66,8 @@ class CoordinatorPartitions:
         try:
             self.topic.append(self.partition_for(key), records, self.clock.time_ms(), producer)
         except KafkaError as error:
-            log.warning("append to %s for %s %s failed: %r", self._topic_name, self._key_name, key, error)
-            return self._append_error(error)
+            log.warning("append to %s for %s %s failed: %r", self.topic_name, self.key_name, key, error)
+            return self.append_error(error)
         return ErrorCode.NONE
 
     # -- loading -----------------------------------------------------------------------------------------

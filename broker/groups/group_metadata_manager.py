@@ -34,38 +34,25 @@ from broker.groups.group_metadata import (
 )
 from broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
 from broker.groups.pending_txn_offsets import PendingTxnOffsets
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 from protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
 from storage.clock import Clock
 
 log = logging.getLogger(__name__)
 
-_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE}
-
-
-def append_error(error: KafkaError) -> ErrorCode:
-    """Kafka's mapping of a failed __consumer_offsets append to the group API error."""
-    if error.error_code in _TOO_LARGE:
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        return ErrorCode.NOT_COORDINATOR
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE
-
-
 class GroupMetadataManager(CoordinatorPartitions):
     """Group cache + `__consumer_offsets` reads and writes (partitioning, appends and the load loop are
     `CoordinatorPartitions`')."""
 
+    topic_name = OFFSETS_TOPIC
+    key_name = "group"
+    too_large_errors = frozenset(
+        {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE}
+    )
+    too_large_error = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+
     def __init__(self, config: GroupConfig, topic: OffsetsTopic, clock: Clock) -> None:
-        super().__init__(
-            topic,
-            clock,
-            default_num_partitions=config.offsets_topic_num_partitions,
-            segment_bytes=config.offsets_topic_segment_bytes,
-            append_error=append_error,
-            key_name="group",
-            topic_name=OFFSETS_TOPIC,
-        )
+        super().__init__(topic, clock, config.offsets_topic_num_partitions, config.offsets_topic_segment_bytes)
         self.config = config
         self.groups: dict[str, GroupMetadata] = {}
         self.pending_txn_offsets = PendingTxnOffsets()

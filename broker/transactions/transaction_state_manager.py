@@ -21,37 +21,22 @@ from broker.transactions.transaction_log import (
     encode_value,
 )
 from broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 from storage.clock import Clock
 
 log = logging.getLogger(__name__)
-
-_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE}
-
-
-def append_error(error: KafkaError) -> ErrorCode:
-    """Kafka's mapping of a failed `__transaction_state` append to the client's error."""
-    if error.error_code in _TOO_LARGE:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        return ErrorCode.NOT_COORDINATOR
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE
-
 
 class TransactionStateManager(CoordinatorPartitions):
     """Transactional-id cache + `__transaction_state` reads and writes (partitioning, appends and the load
     loop are `CoordinatorPartitions`')."""
 
+    topic_name = TRANSACTION_STATE_TOPIC
+    key_name = "transactional id"
+    too_large_errors = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
+    too_large_error = ErrorCode.UNKNOWN_SERVER_ERROR
+
     def __init__(self, config: TransactionConfig, topic: OffsetsTopic, clock: Clock) -> None:
-        super().__init__(
-            topic,
-            clock,
-            default_num_partitions=config.state_log_num_partitions,
-            segment_bytes=config.state_log_segment_bytes,
-            append_error=append_error,
-            key_name="transactional id",
-            topic_name=TRANSACTION_STATE_TOPIC,
-        )
+        super().__init__(topic, clock, config.state_log_num_partitions, config.state_log_segment_bytes)
         self.config = config
         self.transactions: dict[str, TransactionMetadata] = {}
 
