@@ -4,7 +4,7 @@ tests/cleaner/test_cleaner_core.py and tests/cleaner/test_manager.py.
 A broker subprocess, confluent-kafka producers and consumers, raw Produce/Fetch (tests/wire_client.py) where a
 batch's exact layout matters, and inspection of the data dir (segment files, cleaner-offset-checkpoint), the
 broker log and /metrics. Rolls come from CreateTime stamps more than segment.ms (1 h) apart, so the broker's
-idle roll timer never rolls anything here and every cleaning round's range is known in advance.
+idle roll timer never rolls anything here: which segments are closed depends only on what a test produced.
 """
 
 from __future__ import annotations
