@@ -51,6 +51,9 @@ def produce_batch(bootstrap: str, topic: str, pairs: Sequence[tuple[bytes, bytes
     """All `pairs` in one batch of `codec`, stamped `timestamp_ms` (CreateTime)."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": codec,
                          "linger.ms": 1000, "batch.num.messages": 10_000})
+    # Metadata first: records produced before it arrives are moved to the partition queue one by one, and a
+    # flushing producer may send the first of them alone.
+    producer.list_topics(topic, timeout=10)
     errors: list[str] = []
     for key, value in pairs:
         producer.produce(topic, key=key, value=value, timestamp=timestamp_ms,
@@ -152,7 +155,7 @@ def test_S21_rewritten_batch_keeps_the_codec_stored_in_the_log(broker_factory: B
     second = bytes(stored[1].raw())
     topic_codec = "uncompressed" if codec == "lz4" else "lz4"
     alter_topic(bootstrap, topic, {"compression.type": topic_codec})
-    produce_batch(bootstrap, topic, [(b"z", b"1" * 100)], t + 1000)  # rolls
+    produce_batch(bootstrap, topic, [(b"z", b"1" * 100)], t + 1000, codec)  # rolls
     wait_for_checkpoint(broker, topic, 5)
 
     cleaned = batches(bootstrap, topic)
@@ -162,6 +165,8 @@ def test_S21_rewritten_batch_keeps_the_codec_stored_in_the_log(broker_factory: B
     assert [(r.offset, r.key, r.value) for r in first.records()] == [(1, b"b", one)]
     assert first.is_valid()
     assert bytes(cleaned[1].raw()) == second, "the untouched batch 3-4 must be byte-identical (same CRC)"
+    # only the append path applies the altered topic codec (uncompressed = NONE)
+    assert cleaned[2].compression_type == CompressionType[topic_codec.upper().replace("UNCOMPRESSED", "NONE")]
     assert consume_all(bootstrap, topic) == [(1, b"b", one), (3, b"a", two), (4, b"c", two), (5, b"z", b"1" * 100)]
 
 
