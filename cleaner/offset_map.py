@@ -1,68 +1,90 @@
-"""The cleaner's key -> latest-offset map: fixed memory, 16 bytes per slot (Kafka: 24).
+"""The cleaner's key -> latest-offset map: fixed memory, 15 bytes per slot (Kafka: 24), bitmap included.
 
-Layout
+Memory
 ------
-Open addressing with linear probing over one preallocated array of 2 x `slots` uint64 words; slot i is
+Everything the map allocates comes out of `memory_bytes` (`log.cleaner.dedupe.buffer.size` split across
+`log.cleaner.threads`), once, in the constructor:
 
-    word 2i      uint64   bits  0..63 of the key's hash                      (0 marks an empty slot)
-    word 2i + 1  uint64   (offset - base_offset) << 32 | bits 64..95 of the hash  (base = first offset put
-                          after clear(); 32-bit relative offset)
+    latest-offset bitmap  bytearray(B)               B = memory_bytes / 32 (at most 2^32 bits: a round's range)
+    slot table            bytearray(15 * slots + 1)  + 1: a slot is read as 16 bytes (see Layout)
+    CPython's NUL byte    + 1 per bytearray          (`allocated_bytes` counts what CPython allocates)
 
-= **16 bytes per slot**. The home slot is derived from hash bits 96..127 (`(h * slots) >> 32`), which are
-disjoint from (independent of) the 96 stored fingerprint bits. Nothing else is allocated after construction.
+    slots    = floor((memory_bytes - B - 3) / 15)   so  B + 1 + 15 * slots + 1 + 1 <= memory_bytes
+    capacity = floor(slots * load_factor)          (at most slots - 1: a probe for an absent key must end)
 
 Density (spec §2.4: Kafka's SkimpyOffsetMap stores a 16-byte MD5 + 8-byte offset = 24 bytes per slot):
 
-    slots    = floor(memory_bytes / 16)           128 MiB -> 8,388,608 slots   (Kafka: 5,592,405)
-    capacity = floor(slots * load_factor)         0.9     -> 7,549,747 keys    (Kafka: 5,033,164)
-    keys per MiB at 0.9 = 1,048,576 / 16 * 0.9 = 58,982   (Kafka: 39,321)      -> 1.5x Kafka
+    128 MiB: B = 4,194,304; slots = (134,217,728 - 4,194,304 - 3) / 15 = 8,668,228   (Kafka: 5,592,405)
+             allocated = 4,194,305 + 130,023,422 = 134,217,727 bytes <= 134,217,728
+             capacity at 0.9 = 7,801,405 keys                                        (Kafka: 5,033,164)
+    keys per MiB at 0.9 ~ 2^20 * 31/32 / 15 * 0.9 = 60,948   (Kafka: 2^20 / 24 * 0.9 = 39,321.6)  -> 1.55x
+    (1 MiB: 67,720 slots, capacity 60,948: the figure `bench.cleaner_throughput` prints from a real map)
 
-Offsets are stored relative to the round's first mapped offset in 32 bits, so one round can map at most
-2^32 consecutive offsets; `fits_offset()` tells the cleaner when to end the round early, exactly as when
-the map is full (the round ends at `latest_offset + 1` and the next round continues). In practice a round
-covering more than 4.29 billion offsets with < 7.5M distinct keys per 128 MiB is not a limit that bites.
+Layout
+------
+Open addressing with linear probing over the slot table; slot i is the 15 bytes at 15 * i:
+
+    bytes 0..7    uint64  hash bits 0..63                       (0 marks an empty slot; a hash of 0 stores 1)
+    bytes 8..14   uint56  relative offset << 24 | hash bits 64..87
+                          relative offset = offset - base_offset, 32 bits (base = first offset put after clear())
+
+= 88 fingerprint bits + 32 offset bits. A probe reads 16 bytes with one precompiled `Struct("<QQ").unpack_from`;
+the second word's top byte is the next slot's first byte (for the last slot, the padding byte), so writes keep
+that byte as read. The home slot is `(h * slots) >> 32` of hash bits 96..127, disjoint from (independent of)
+the stored fingerprint bits; bits 88..95 are unused. The hash is the first 16 bytes of `blake2b(key)`: its
+default 64-byte digest, because passing `digest_size=16` costs ~0.1 us per key in argument parsing.
+
+Offsets are stored relative to the round's first mapped offset in 32 bits, so one round maps at most 2^32
+consecutive offsets (as before this layout; Kafka's sparse-offset scenario S42 spans 2^31 + 5 in one round);
+`fits_offset()` tells the cleaner when to end the round early, exactly as when the map is full (the round ends
+at `latest_offset + 1` and the next round continues).
 
 Latest-offset bitmap
 --------------------
-Besides the table, one bytearray of memory_bytes / 32 (4 MiB for 128 MiB, allocated once) holds one bit per
-offset from the round's base: set iff that offset is the latest put for its key (a put sets its bit and
-clears the bit of the offset it supersedes). The recopy pass reads it (`latest_offset_bits`) instead of
-hashing every record of the mapped range a second time; offsets past its reach (32 Mi from the base) and the
-clean section are answered by `get`/`get_many`. The bitmap is exact (no fingerprints involved). It is
-outside the density figures above: counting it, 128 MiB hold 7,549,747 keys in 132 MiB, 57,195 keys per MiB
-= 1.45x Kafka; the table alone stays within `memory_bytes` at 1.5x.
+Bit r is set iff offset base + r is the latest offset put for its key (a put sets its bit and clears the bit
+of the offset it supersedes). The recopy pass reads it (`latest_offset_bits`) instead of hashing every record
+of the mapped range a second time; offsets past its reach (8 * B: 32 Mi offsets for a 128 MiB map) and the
+clean section are answered by `get`/`get_many`. It is exact (no fingerprints involved).
 
 Collision bound
 ---------------
-A lookup (put or get) compares the 96-bit fingerprint of its key with the fingerprint of each occupied slot
-on its probe path. For a distinct stored key the two fingerprints are equal with probability 2^-96, and
-*which* slots are on the path depends only on bits 96..127, which are independent of the fingerprints
-(the hash output is modelled as uniform). By the union bound over every comparison made in a round:
+A lookup (put or get) compares the 88-bit fingerprint of its key with that of each occupied slot on its probe
+path. For a distinct stored key the two are equal with probability 2^-88 = 3.2e-27, and *which* slots are on
+the path depends only on bits 96..127, independent of the fingerprints (hash output modelled as uniform). By
+the union bound over every comparison made in a round:
 
-    P(any false match in a round) <= total_probes * 2^-96 = (lookups + collisions) * 1.26e-29
+    P(any false match in a round) <= comparisons * 2^-88      (`false_match_bound`: the bound for the work done)
 
-`collisions` counts the probes past the first slot and is reported by the map, so `false_match_bound` is
-the exact bound for the work actually done. At load factor 0.9 linear probing averages ~5.5 probes for a
-hit and ~50 for a miss (Knuth), so even 10^12 lookups, all misses, give < 50 * 10^12 * 1.26e-29 = 6.3e-16
-< 1e-15. The cruder bound `n_lookups * n_keys / 2^96` (compare with every stored key) gives 9.5e-15 for
-10^8 lookups at 7.5M keys. Kafka's MD5 map has the same form with 128 bits but MD5 is not
-collision-resistant (see below).
+A false match is what could delete a live record. Comparisons in a round at full load (load factor 0.9;
+Knuth's linear-probing averages: <= 5.5 per put or hit, averaged over a fill up to 0.9, and 50.5 per miss):
+  - map pass: at most one put per offset of the round, <= 2^32 puts (put_latest: one per distinct key);
+  - recopy pass: offsets within the bitmap's reach need no lookup; dirty offsets past it, <= 2^32 hits; each
+    of the clean section's N_clean records is looked up by key, at worst a miss.
+
+    E[false matches per round] <= 2^-88 * (2 * 2^32 * 5.5 + 50.5 * N_clean) = 1.5e-16 + 1.6e-25 * N_clean
+
+which is < 1e-15 for a clean section of fewer than 5.2e9 records (compaction keeps about one record per key
+there: 5.2e9 distinct keys in one partition, ~520 GB at 100 bytes per record); even a round of 2^32 offsets
+over a 10^9-record clean section stays at 3.2e-16. The former 16-byte slot had 96 bits with 32-bit offsets
+(256x fewer false matches) but did not fit its memory once the bitmap was counted; 28-bit offsets would buy
+92 bits at the price of more rounds on sparse or update-heavy logs, and a round could no longer span S42's gap.
 
 Hash
 ----
-`hashlib.blake2b(key, digest_size=16)`: in CPython it is the fastest strong hash in the stdlib for short
-keys (measured ~0.5 us per 10-byte key, faster than md5 here), and unlike MD5 it is collision-resistant,
-so a producer cannot craft two keys with equal fingerprints to make the cleaner delete a live record
-(MD5 collisions are cheap to generate; the 2^-96 bound above only holds for keys not chosen adversarially
-against the hash). Python's built-in `hash()` has only 64 bits and a per-process seed.
+blake2b is the fastest strong hash in CPython's stdlib for short keys (~0.5 us per 10-byte key) and, unlike
+MD5, collision-resistant: a producer cannot cheaply craft two keys that make the cleaner delete a live record
+(MD5 collisions take seconds; here two keys must agree on 88 fingerprint bits and share a probe run, ~23 home
+bits for a 128 MiB map: a birthday search of ~2^55 blake2b evaluations). The 2^-88 bound above is for keys
+not chosen against the hash. Python's `hash()` has 64 bits only.
 
-Speed (`python -m cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB map, CPython 3.11 on a shared
-2-CPU box): 0.45-0.65M puts/s and 0.45-0.65M gets/s when the box is quiet, ~0.25M/s at load average 5; a
-bare blake2b + unpack loop alone runs at ~1.1M/s, so the hash is about half the cost. `put_keys` (one call
-per batch, used by the map pass when the whole batch fits) saves the per-call overhead, `put_latest` takes a
-run of batches already deduplicated by key (one hash per distinct key), `get_many` a batch's lookups. One
-array probe per lookup touches one cache line. The probe loop is written out in each of `put`, `put_keys`,
-`get` and `get_many` on purpose: a shared helper would cost a Python call per key on the cleaner's hot path.
+Speed (`python -m cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB map, CPython 3.11, shared 2-CPU box
+at load ~2, best of 6): 0.50M puts/s and 0.81M gets/s (16-byte layout, same runs: 0.57M and 0.74M; the gets gained
+what dropping `digest_size` saves). Instructions per key (cachegrind, load-independent) against the 16-byte layout:
+put +2%, put_keys +3%, put_latest -1%, get -0%, get_many -2%. `put_keys` (one call per batch, the map pass's path
+when the whole batch fits) saves the per-call overhead, `put_latest` takes a run of batches already deduplicated by
+key (one hash per distinct key), `get_many` a batch's lookups. The probe loop is written out in each of `put`,
+`put_keys`, `put_latest`, `get` and `get_many` on purpose: a shared helper would cost a Python call per key on the
+cleaner's hot path.
 """
 
 from __future__ import annotations
@@ -70,20 +92,33 @@ from __future__ import annotations
 import ctypes
 import struct
 import time
-from array import array
 from collections.abc import Iterable
 from hashlib import blake2b
 
-SLOT_BYTES = 16
+SLOT_BYTES = 15
 KAFKA_SLOT_BYTES = 24  # SkimpyOffsetMap: 16-byte MD5 digest + 8-byte offset
-FINGERPRINT_BITS = 96
-_MAX_RELATIVE_OFFSET = 0xFFFF_FFFF
-_LOW_MASK = 0xFFFF_FFFF
-_unpack_digest = struct.Struct("<QII").unpack
+FINGERPRINT_BITS = 88
+RELATIVE_OFFSET_BITS = 32
+#: the largest `offset - base_offset` one round can store (`fits_offset`)
+MAX_RELATIVE_OFFSET = (1 << RELATIVE_OFFSET_BITS) - 1
+_LOW_MASK = (1 << 24) - 1  # hash bits 64..87, the low 24 bits of a slot's second word
+_NEXT_SLOT_BYTE = 0xFF << 56  # the top byte of a slot's second word: the next slot's first byte
 _LATEST_BITS_FRACTION = 32
+_MAX_LATEST_BITS_BYTES = (MAX_RELATIVE_OFFSET + 1) // 8
+_FIXED_BYTES = 3  # the table's padding byte + CPython's trailing NUL byte of each of the two bytearrays
+_digest_parts = struct.Struct("<QII").unpack_from  # hash bits 0..63, 64..95, 96..127 of the digest
+_slot_struct = struct.Struct("<QQ")
+_read_slot = _slot_struct.unpack_from
+_write_slot = _slot_struct.pack_into
+_write_entry = struct.Struct("<Q").pack_into  # at slot + 8: the second word (keeps the next slot's first byte)
 
-if array("Q").itemsize != 8:  # pragma: no cover - exotic platforms
-    raise ImportError("offset_map needs 8-byte 'Q' array items")
+
+def _latest_bits_bytes(memory_bytes: int) -> int:
+    return max(min(memory_bytes // _LATEST_BITS_FRACTION, _MAX_LATEST_BITS_BYTES), 1)
+
+
+def _slots_for(memory_bytes: int) -> int:
+    return max((memory_bytes - _latest_bits_bytes(memory_bytes) - _FIXED_BYTES) // SLOT_BYTES, 0)
 
 
 class OffsetMapFullError(RuntimeError):
@@ -93,8 +128,8 @@ class OffsetMapFullError(RuntimeError):
 class OffsetMap:
     """Fixed-memory map from a key's hash to the latest offset at which the key was seen in this round.
 
-    Owns one preallocated array (16 bytes per slot) for its whole life. Not thread-safe: one map per
-    cleaner thread, used by that thread only.
+    Owns two bytearrays (the slot table and the latest-offset bitmap) that together fit `memory_bytes`,
+    allocated once for its whole life. Not thread-safe: one map per cleaner thread, used by that thread only.
     """
 
     __slots__ = (
@@ -103,31 +138,31 @@ class OffsetMap:
         "_latest_bits_limit",
         "_latest_bits_used",
         "_table",
-        "_table_length",
+        "_table_bytes",
         "capacity",
         "collisions",
         "latest_offset",
         "load_factor",
         "lookups",
+        "memory_bytes",
         "size",
         "slots",
     )
 
     def __init__(self, memory_bytes: int, load_factor: float = 0.9) -> None:
-        slots = memory_bytes // SLOT_BYTES
+        slots = _slots_for(memory_bytes)
         if slots * load_factor <= 1:
             raise ValueError(
                 f"offset map of {memory_bytes} bytes with load factor {load_factor} cannot hold a single key"
             )
+        self.memory_bytes = memory_bytes
         self.slots = slots
         self.load_factor = load_factor
         # Kafka lets a load factor >= 1 fill every slot and then fail; always keep one slot empty so a
         # probe for an absent key terminates.
         self.capacity = min(int(slots * load_factor), slots - 1)
-        # Slot i = table[2i] (fingerprint bits 0..63, 0 = empty) and table[2i + 1] (relative offset << 32 |
-        # fingerprint bits 64..95): one array, so a probe touches one cache line.
-        self._table = array("Q", bytes(8)) * (2 * slots)
-        self._table_length = 2 * slots
+        self._table_bytes = slots * SLOT_BYTES
+        self._table = bytearray(self._table_bytes + 1)
         self._base_offset = -1
         self.size = 0
         self.latest_offset = -1
@@ -135,13 +170,26 @@ class OffsetMap:
         self.collisions = 0
         # Bit r set <=> offset base + r is the latest offset put for its key (see latest_offset_bits), for
         # r < _latest_bits_limit; _latest_bits_used: bytes touched since clear().
-        self._latest_bits = bytearray(max(memory_bytes // _LATEST_BITS_FRACTION, 1))
+        self._latest_bits = bytearray(_latest_bits_bytes(memory_bytes))
         self._latest_bits_limit = 8 * len(self._latest_bits)
         self._latest_bits_used = 0
 
+    @staticmethod
+    def memory_bytes_for_slots(slots: int) -> int:
+        """The smallest `memory_bytes` that gives a map of `slots` slots (tests port Kafka's slot counts)."""
+        low, high = 0, 16 * slots + 64  # 16 * slots + 64 leaves >= 15 * slots for the table
+        while low < high:
+            middle = (low + high) // 2
+            if _slots_for(middle) >= slots:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
     @property
-    def memory_bytes(self) -> int:
-        return self.slots * SLOT_BYTES
+    def allocated_bytes(self) -> int:
+        """Bytes CPython allocated for the map's buffers (each bytearray holds one more, a NUL): <= memory_bytes."""
+        return len(self._table) + 1 + len(self._latest_bits) + 1
 
     @property
     def is_full(self) -> bool:
@@ -155,21 +203,21 @@ class OffsetMap:
 
     @property
     def false_match_bound(self) -> float:
-        """Upper bound on P(any lookup since clear() matched a different key): probes * 2^-96."""
+        """Upper bound on P(any lookup since clear() matched a different key): probes * 2^-88."""
         return (self.lookups + self.collisions) * 2.0**-FINGERPRINT_BITS
 
     def fits_offset(self, offset: int) -> bool:
         """Whether `offset` can be stored relative to this round's base offset (32 bits)."""
-        return self._base_offset < 0 or 0 <= offset - self._base_offset <= _MAX_RELATIVE_OFFSET
+        return self._base_offset < 0 or 0 <= offset - self._base_offset <= MAX_RELATIVE_OFFSET
 
     def clear(self) -> None:
         """Forget every key (start of a round); keeps the memory."""
-        address, length = self._table.buffer_info()
-        ctypes.memset(address, 0, length * 8)
+        table = self._table
+        ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(table)), 0, len(table))
         bits = self._latest_bits
         used = self._latest_bits_used
         if used:
-            ctypes.memset((ctypes.c_char * len(bits)).from_buffer(bits), 0, used)
+            ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(bits)), 0, used)
         self._latest_bits_used = 0
         self._base_offset = -1
         self.size = 0
@@ -191,35 +239,36 @@ class OffsetMap:
         if base < 0:
             base = self._base_offset = offset
         relative = offset - base
-        if relative < 0 or relative > _MAX_RELATIVE_OFFSET:
+        if relative < 0 or relative > MAX_RELATIVE_OFFSET:
             raise ValueError(f"offset {offset} is out of this round's range from {base}")
-        high, low, home = _unpack_digest(blake2b(key, digest_size=16).digest())
+        high, low, home = _digest_parts(blake2b(key).digest())
         high = high or 1
-        slots = self.slots
-        index = ((home * slots) >> 32) << 1
+        low &= _LOW_MASK
         table = self._table
+        position = ((home * self.slots) >> 32) * SLOT_BYTES
         self.lookups += 1
-        stored = table[index]
-        if stored != 0 and (stored != high or (table[index + 1] & _LOW_MASK) != low):
+        stored, entry = _read_slot(table, position)
+        if stored and (stored != high or (entry & _LOW_MASK) != low):
             probes = 0
-            while stored != 0 and (stored != high or (table[index + 1] & _LOW_MASK) != low):
+            while stored and (stored != high or (entry & _LOW_MASK) != low):
                 probes += 1
-                index += 2
-                if index == self._table_length:
-                    index = 0
-                stored = table[index]
+                position += SLOT_BYTES
+                if position == self._table_bytes:
+                    position = 0
+                stored, entry = _read_slot(table, position)
             self.collisions += probes
         bits = self._latest_bits
-        if stored == 0:
-            if self.size >= self.capacity:
-                raise OffsetMapFullError(f"offset map is full ({self.size} of {slots} slots)")
-            table[index] = high
-            self.size += 1
-        else:
-            previous = table[index + 1] >> 32
+        if stored:
+            previous = (entry >> 24) & MAX_RELATIVE_OFFSET
             if previous < self._latest_bits_limit:
                 bits[previous >> 3] &= ~(1 << (previous & 7))
-        table[index + 1] = (relative << 32) | low
+            _write_entry(table, position + 8, (entry & _NEXT_SLOT_BYTE) | (relative << 24) | low)
+        else:
+            if self.size >= self.capacity:
+                raise OffsetMapFullError(f"offset map is full ({self.size} of {self.slots} slots)")
+            # An empty slot's entry bytes are 0: `entry` is just the next slot's first byte, kept as is.
+            _write_slot(table, position, high, entry | (relative << 24) | low)
+            self.size += 1
         self.latest_offset = offset
         if relative < self._latest_bits_limit:
             bits[relative >> 3] |= 1 << (relative & 7)
@@ -233,11 +282,14 @@ class OffsetMap:
         """
         table = self._table
         slots = self.slots
-        table_length = self._table_length
+        table_bytes = self._table_bytes
         base = self._base_offset
         digest = blake2b
-        unpack = _unpack_digest
+        parts = _digest_parts
+        read_slot, write_slot, write_entry = _read_slot, _write_slot, _write_entry
+        next_slot_byte = _NEXT_SLOT_BYTE
         low_mask = _LOW_MASK
+        max_relative = MAX_RELATIVE_OFFSET
         read = 0
         skipped = 0
         collisions = 0
@@ -252,28 +304,27 @@ class OffsetMap:
                 continue
             if base < 0:
                 base = self._base_offset = offset
-            high, low, home = unpack(digest(key, digest_size=16).digest())
+            high, low, home = parts(digest(key).digest())
             high = high or 1
-            index = ((home * slots) >> 32) << 1
+            low &= low_mask
+            position = ((home * slots) >> 32) * 15
             relative = offset - base
-            stored = table[index]
+            stored, entry = read_slot(table, position)
             while stored:
-                if stored == high:
-                    word = table[index + 1]
-                    if (word & low_mask) == low:
-                        word >>= 32
-                        if word < bits_limit:
-                            bits[word >> 3] &= ~(1 << (word & 7))
-                        break
+                if stored == high and (entry & low_mask) == low:
+                    previous = (entry >> 24) & max_relative
+                    if previous < bits_limit:
+                        bits[previous >> 3] &= ~(1 << (previous & 7))
+                    write_entry(table, position + 8, (entry & next_slot_byte) | (relative << 24) | low)
+                    break
                 collisions += 1
-                index += 2
-                if index == table_length:
-                    index = 0
-                stored = table[index]
+                position += 15
+                if position == table_bytes:
+                    position = 0
+                stored, entry = read_slot(table, position)
             else:
-                table[index] = high
+                write_slot(table, position, high, entry | (relative << 24) | low)
                 added += 1
-            table[index + 1] = (relative << 32) | low
             if relative < bits_limit:
                 bits[relative >> 3] |= 1 << (relative & 7)
             latest = offset
@@ -288,15 +339,61 @@ class OffsetMap:
     def put_latest(self, latest_by_key: dict[bytes, int], first_offset: int, last_offset: int) -> None:
         """Put each key's latest offset from offsets `first_offset..last_offset`, already deduplicated by the
         caller: the same final state as putting every (offset, key) of that range in order, with one hash per
-        distinct key. The caller has checked that every key fits as a new one and `fits_offset(last_offset)`.
+        distinct key. The caller has checked that every key fits as a new one and that each key's offset is
+        within MAX_RELATIVE_OFFSET of the round's base (else ValueError, nothing put); `last_offset` only
+        becomes `latest_offset` (the offsets after the last key's may be a gap of any length).
         """
         if not latest_by_key:
             return
-        if self._base_offset < 0:
-            self._base_offset = first_offset
-        self.put_keys(zip(latest_by_key.values(), latest_by_key.keys()), first_offset)
+        base = self._base_offset
+        if base < 0:
+            base = first_offset
+        if first_offset < base or (last_offset - base > MAX_RELATIVE_OFFSET
+                                   and max(latest_by_key.values()) - base > MAX_RELATIVE_OFFSET):
+            raise ValueError(f"offsets {first_offset}..{last_offset} are out of this round's range from {base}")
+        self._base_offset = base
+        table = self._table
+        slots = self.slots
+        table_bytes = self._table_bytes
+        digest = blake2b
+        parts = _digest_parts
+        read_slot, write_slot, write_entry = _read_slot, _write_slot, _write_entry
+        next_slot_byte = _NEXT_SLOT_BYTE
+        low_mask = _LOW_MASK
+        max_relative = MAX_RELATIVE_OFFSET
+        collisions = 0
+        added = 0
+        bits = self._latest_bits
+        bits_limit = self._latest_bits_limit
+        for key, offset in latest_by_key.items():
+            high, low, home = parts(digest(key).digest())
+            high = high or 1
+            low &= low_mask
+            position = ((home * slots) >> 32) * 15
+            relative = offset - base
+            stored, entry = read_slot(table, position)
+            while stored:
+                if stored == high and (entry & low_mask) == low:
+                    previous = (entry >> 24) & max_relative
+                    if previous < bits_limit:
+                        bits[previous >> 3] &= ~(1 << (previous & 7))
+                    write_entry(table, position + 8, (entry & next_slot_byte) | (relative << 24) | low)
+                    break
+                collisions += 1
+                position += 15
+                if position == table_bytes:
+                    position = 0
+                stored, entry = read_slot(table, position)
+            else:
+                write_slot(table, position, high, entry | (relative << 24) | low)
+                added += 1
+            if relative < bits_limit:
+                bits[relative >> 3] |= 1 << (relative & 7)
+        self.size += added
+        self.lookups += len(latest_by_key)
+        self.collisions += collisions
         self.latest_offset = last_offset
-        reach = min(last_offset - self._base_offset, self._latest_bits_limit - 1)
+        reach = min(last_offset - base, bits_limit - 1)
         self._latest_bits_used = max(self._latest_bits_used, (reach >> 3) + 1)
 
     def latest_offset_bits(self) -> tuple[int, int, bytearray] | None:
@@ -304,9 +401,9 @@ class OffsetMap:
         iff o is the latest offset put for its key since clear() -- the recopy pass's exact answer for mapped
         offsets without hashing. None while nothing was put.
 
-        The bitmap is memory_bytes / 32 bytes (32 Mi offsets for a 128 MiB map), allocated once; offsets from
-        `end` on are answered by `get` only. Do not modify it. Offsets never put (unkeyed records, skipped
-        batches) have no bit set.
+        The bitmap is memory_bytes / 32 bytes (32 Mi offsets for a 128 MiB map), allocated once within
+        `memory_bytes`; offsets from `end` on are answered by `get` only. Do not modify it. Offsets never put
+        (unkeyed records, skipped batches) have no bit set.
         """
         if self._base_offset < 0:
             return None
@@ -314,29 +411,26 @@ class OffsetMap:
 
     def get(self, key: bytes) -> int:
         """The latest offset recorded for `key`, or -1 if the key is not in the map."""
-        high, low, home = _unpack_digest(blake2b(key, digest_size=16).digest())
+        high, low, home = _digest_parts(blake2b(key).digest())
         high = high or 1
-        index = ((home * self.slots) >> 32) << 1
+        low &= _LOW_MASK
+        position = ((home * self.slots) >> 32) * SLOT_BYTES
         table = self._table
         self.lookups += 1
-        stored = table[index]
-        if stored == high:
-            word = table[index + 1]
-            if (word & _LOW_MASK) == low:
-                return self._base_offset + (word >> 32)
+        stored, entry = _read_slot(table, position)
+        if stored == high and (entry & _LOW_MASK) == low:
+            return self._base_offset + ((entry >> 24) & MAX_RELATIVE_OFFSET)
         # The map always keeps an empty slot (capacity < slots), so this loop ends.
         probes = 0
-        while stored != 0:
+        while stored:
             probes += 1
-            index += 2
-            if index == self._table_length:
-                index = 0
-            stored = table[index]
-            if stored == high:
-                word = table[index + 1]
-                if (word & _LOW_MASK) == low:
-                    self.collisions += probes
-                    return self._base_offset + (word >> 32)
+            position += SLOT_BYTES
+            if position == self._table_bytes:
+                position = 0
+            stored, entry = _read_slot(table, position)
+            if stored == high and (entry & _LOW_MASK) == low:
+                self.collisions += probes
+                return self._base_offset + ((entry >> 24) & MAX_RELATIVE_OFFSET)
         self.collisions += probes
         return -1
 
@@ -344,31 +438,33 @@ class OffsetMap:
         """`[get(key) for key in keys]` in one call (the recopy pass looks up a batch's keys at once)."""
         table = self._table
         slots = self.slots
-        table_length = self._table_length
+        table_bytes = self._table_bytes
         base = self._base_offset
         digest = blake2b
-        unpack = _unpack_digest
+        parts = _digest_parts
+        read_slot = _read_slot
+        low_mask = _LOW_MASK
+        max_relative = MAX_RELATIVE_OFFSET
         found: list[int] = []
         append = found.append
         lookups = 0
         collisions = 0
         for key in keys:
             lookups += 1
-            high, low, home = unpack(digest(key, digest_size=16).digest())
+            high, low, home = parts(digest(key).digest())
             high = high or 1
-            index = ((home * slots) >> 32) << 1
-            stored = table[index]
-            while stored != 0:
-                if stored == high:
-                    word = table[index + 1]
-                    if (word & _LOW_MASK) == low:
-                        append(base + (word >> 32))
-                        break
+            low &= low_mask
+            position = ((home * slots) >> 32) * 15
+            stored, entry = read_slot(table, position)
+            while stored:
+                if stored == high and (entry & low_mask) == low:
+                    append(base + ((entry >> 24) & max_relative))
+                    break
                 collisions += 1
-                index += 2
-                if index == table_length:
-                    index = 0
-                stored = table[index]
+                position += 15
+                if position == table_bytes:
+                    position = 0
+                stored, entry = read_slot(table, position)
             else:
                 append(-1)
         self.lookups += lookups
