@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, Protocol
 
 from cleaner.cleaner_stats import CleanerStats
 from cleaner.log_to_clean import segments_overlapping
-from cleaner.offset_map import OffsetMap
+from cleaner.offset_map import MAX_RELATIVE_OFFSET, OffsetMap
 from cleaner.record_codec import RecordLike, decode_records, encode_batch
 from cleaner.transaction_metadata import CleanedTransactionMetadata
 from protocol.records import RecordBatch, TimestampType
@@ -47,7 +47,6 @@ _WRITE_CHUNK_BYTES = 1 << 20
 #: bytes, ~17 MB) and log bytes read (bounds the keys' own bytes) before the collected keys are put
 _DEDUPE_KEYS = 131_072
 _DEDUPE_LOG_BYTES = 128 * 1024 * 1024
-_MAX_MAP_SPAN = 0xFFFF_FFFF  # OffsetMap stores offsets relative to its first one in 32 bits
 
 
 class TopicCleaningConfig(Protocol):
@@ -259,7 +258,7 @@ class Cleaner:
                 stats.map_messages_read += batch.records_count
                 self._unmapped_batches.add(batch.base_offset)
             elif (dedupe_keys and batch.base_offset >= start_offset and fits_offset(batch.last_offset)
-                  and (self._pending_first < 0 or batch.last_offset - self._pending_first <= _MAX_MAP_SPAN)
+                  and (self._pending_first < 0 or batch.last_offset - self._pending_first <= MAX_RELATIVE_OFFSET)
                   and offset_map.size + len(pending) + batch.records_count <= capacity):
                 if self._pending_first < 0:
                     self._pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118

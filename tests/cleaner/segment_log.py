@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cleaner.cleaner import Cleaner, CleaningResult, LastProducerRecord
 from cleaner.log_to_clean import LogToClean
-from cleaner.offset_map import SLOT_BYTES, OffsetMap
+from cleaner.offset_map import OffsetMap
 from protocol.records import CompressionType, Record, RecordBatch, TimestampType
 from protocol.records.builder import build_batch, build_control_batch
 from storage.clock import FakeClock
@@ -145,7 +145,7 @@ class SegmentLog:
 
 
 def make_cleaner(clock: FakeClock, slots: int = 1024, load_factor: float = 0.9) -> Cleaner:
-    return Cleaner(OffsetMap(slots * SLOT_BYTES, load_factor), clock)
+    return Cleaner(OffsetMap(OffsetMap.memory_bytes_for_slots(slots), load_factor), clock)
 
 
 def kv(*pairs: str) -> list[KeyValue]:
