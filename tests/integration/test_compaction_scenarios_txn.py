@@ -143,3 +143,30 @@ def test_S29_aborted_last_batch_of_a_producer_survives_as_an_empty_header(broker
         assert [(b.base_offset, b.records_count, b.is_control) for b in kept[:2]] == [(0, 0, False), (1, 1, True)]
         assert aborted(bootstrap, topic) == entry
         assert consume(bootstrap, topic, "read_committed") == [(b"n", b"%d" % round_)]
+
+
+def test_open_transaction_bounds_cleaning_at_the_last_stable_offset(broker_factory: BrokerFactory) -> None:
+    """Spec §2.3: the first uncleanable offset is at most the LSO, so an open transaction's data and everything
+    after it wait for the commit, while the stable prefix is cleaned."""
+    broker = broker_factory(FAST_CLEANER)
+    bootstrap, topic = broker.bootstrap, "lso-bound"
+    create_topic(bootstrap, topic, 1, config={**HELD, **CLEAN_NOW})
+    produce(bootstrap, topic, [(b"k", b"%d" % i) for i in range(10)])  # @0-9
+    clean_past(broker, topic, 10)  # the idle roll closes the segment, the stable prefix is cleaned
+    producer = transactional_producer(bootstrap)
+    producer.begin_transaction()
+    producer.produce(topic, key=b"t", value=b"open")  # @10, uncommitted
+    assert producer.flush(30) == 0
+    produce(bootstrap, topic, [(b"k", b"%d" % i) for i in range(10, 20)])  # @11-20: superseding k, above the LSO
+    assert raw_fetch(bootstrap, topic, READ_COMMITTED).last_stable_offset == 10
+    assert consume(bootstrap, topic, "read_committed") == [(b"k", b"9")]
+    # A later topic's round proves the cleaner ran after the roll of 11-20, without passing the LSO here.
+    create_topic(bootstrap, "lso-witness", 1, config={**HELD, **CLEAN_NOW})
+    produce(bootstrap, "lso-witness", [(b"w", b"1"), (b"w", b"2")])
+    clean_past(broker, "lso-witness", 2)
+    assert checkpoint_of(broker.data_dir, topic) == 10
+    assert [r.value for b in batches(bootstrap, topic) for r in b.records() if r.key == b"k"][:1] == [b"9"]
+
+    producer.commit_transaction(30)
+    clean_past(broker, topic, 21)
+    assert consume(bootstrap, topic, "read_committed") == [(b"t", b"open"), (b"k", b"19")]
