@@ -1,7 +1,10 @@
 """`AdminManager`: topic and config administration on behalf of the admin request handlers.
 
 Every storage call that writes the topic registry (and fsyncs it) runs in a worker thread, so the event
-loop never blocks on disk. Single node: a replication factor other than 1 (or -1 = default) is refused
+loop never blocks on disk. Broker configs are altered through `DynamicBrokerConfig` (the dynamic keys, their
+files and precedence): the LogCleaner is validated and reconfigured as Kafka's LogCleaner.reconfigure (its threads
+are joined and restarted in a worker thread), and a dynamic `message.max.bytes` becomes every topic's default.
+Single node: a replication factor other than 1 (or -1 = default) is refused
 the way Kafka refuses an unreachable factor. Event-loop thread for the async methods; the storage calls
 it makes are thread-safe (LogManager holds its own lock).
 """
@@ -9,28 +12,43 @@ it makes are thread-safe (LogManager holds its own lock).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 
 from broker.config import BROKER_CONFIG_DEF, KafkaConfig
-from protocol.errors import InvalidReplicationFactorError, InvalidRequestError, UnknownTopicOrPartitionError
-from storage.config_def import format_value
-from storage.log_config import (
-    SOURCE_DEFAULT_CONFIG,
-    SOURCE_STATIC_BROKER_CONFIG,
-    ConfigEntry,
-    LogConfig,
+from broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
+from cleaner.config import CLEANER_CONFIG_DEF
+from cleaner.log_cleaner import LogCleaner
+from protocol.errors import (
+    InvalidConfigError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
 )
+from storage.config_def import format_value
+from storage.log_config import SOURCE_DEFAULT_CONFIG, ConfigEntry, LogConfig
 from storage.log_manager import LogManager, TopicMetadata
+
+log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class AdminManager:
-    """Creates, deletes and reconfigures topics; describes topic and broker configs."""
+    """Creates, deletes and reconfigures topics; describes topic and broker configs; alters the dynamic broker
+    configs (one alteration at a time: `_broker_alter_lock`)."""
 
-    def __init__(self, log_manager: LogManager, config: KafkaConfig) -> None:
+    def __init__(self, log_manager: LogManager, config: KafkaConfig, *,
+                 dynamic_config: DynamicBrokerConfig | None = None, log_cleaner: LogCleaner | None = None) -> None:
         self.log_manager = log_manager
-        self.config = config
+        self.dynamic = dynamic_config or DynamicBrokerConfig(config)
+        self.log_cleaner = log_cleaner
+        self._broker_alter_lock = asyncio.Lock()
+
+    @property
+    def config(self) -> KafkaConfig:
+        """The broker config now: static props with the dynamic layers applied."""
+        return self.dynamic.current
 
     def _check_replication(self, replication_factor: int, assignments: Sequence[Sequence[int]] = ()) -> None:
         if replication_factor not in (-1, 1):
@@ -95,33 +113,93 @@ class AdminManager:
         return None
 
     def describe_configs_for_overrides(self, overrides: Mapping[str, str]) -> list[ConfigEntry]:
-        return LogConfig.describe(overrides, self.config.props)
+        entries = LogConfig.describe(overrides, self.config.props)
+        return [self.dynamic.retag_topic_entry(entry) for entry in entries]
 
     def describe_topic_config(self, name: str) -> list[ConfigEntry]:
         return self.describe_configs_for_overrides(self.topic_overrides(name))
 
-    def describe_broker_config(self) -> list[ConfigEntry]:
-        """The broker's own keys, plus the log.* defaults as the topic-config synonyms name them."""
+    # ------------------------------------------------------------ broker configs
+    def broker_config_layer(self, resource_name: str) -> dict[str, str]:
+        """The dynamic configs set on the resource ("" = cluster default, else this node's id)."""
+        return self.dynamic.layer(self.dynamic.is_per_broker(resource_name))
+
+    async def alter_broker_config(self, resource_name: str, new_layer: Mapping[str, str], validate_only: bool) -> None:
+        """Replace the resource's dynamic layer: validate as Kafka's DynamicBrokerConfig.validate (names, types,
+        LogCleaner.validateReconfiguration, the cross-key checks), persist, then reconfigure what changed."""
+        async with self._broker_alter_lock:
+            per_broker = self.dynamic.is_per_broker(resource_name)
+            props = self.dynamic.merged_for(per_broker, new_layer)
+            new_cleaner = cleaner_config_of(props)
+            cleaner_changed = self.log_cleaner is not None and new_cleaner != self.log_cleaner.config
+            if self.log_cleaner is not None and cleaner_changed:
+                try:
+                    self.log_cleaner.validate_reconfiguration(new_cleaner)
+                except InvalidConfigError as error:
+                    # Kafka answers INVALID_REQUEST here, not INVALID_CONFIG (KAFKA-13609 keeps it for compatibility)
+                    raise InvalidRequestError(f"Invalid dynamic configuration: {error.message}") from None
+            new_config = self.dynamic.config_of(props)
+            if validate_only:
+                return
+            old_config = self.config
+            await asyncio.to_thread(self.dynamic.persist, per_broker, new_layer)
+            self.dynamic.commit(per_broker, new_layer, new_config)
+            log.info("Updated %s with dynamic configs %s", f"broker {resource_name}" if per_broker else
+                     "the cluster default broker config", dict(new_layer))
+            if self.log_cleaner is not None and cleaner_changed:
+                await asyncio.to_thread(self.log_cleaner.reconfigure, new_config.cleaner)
+                log.info("Reconfigured the log cleaner: %d threads, backoff %d ms, %s I/O bytes/s",
+                         new_config.cleaner.threads, new_config.cleaner.backoff_ms,
+                         new_config.cleaner.io_max_bytes_per_second)
+            if new_config.props.get(MESSAGE_MAX_BYTES) != old_config.props.get(MESSAGE_MAX_BYTES):
+                await asyncio.to_thread(self._apply_log_defaults, new_config.props)
+
+    def _apply_log_defaults(self, props: Mapping[str, str]) -> None:
+        """Kafka's DynamicLogConfig: topics without an override pick up the new broker default."""
+        self.log_manager.broker_props = dict(props)
+        for name, metadata in self.log_manager.topics().items():
+            try:
+                log_config = self.log_manager.log_config(name)
+            except UnknownTopicOrPartitionError:  # deleted meanwhile
+                continue
+            for partition in range(metadata.num_partitions):
+                partition_log = self.log_manager.get_log(name, partition)
+                if partition_log is not None:
+                    partition_log.update_config(log_config)
+
+    def describe_broker_config(self, resource_name: str) -> list[ConfigEntry]:
+        """"": the cluster-default dynamic configs only (as Kafka); this node's id: every broker key with its
+        synonyms, then the log.* defaults as the topic-config synonyms name them."""
+        if resource_name == "":
+            return self.dynamic.default_entries()
+        try:
+            node_id = int(resource_name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
+        if node_id != self.config.node_id:
+            raise InvalidRequestError(f"Unexpected broker id, expected {self.config.node_id} or empty string, but "
+                                      f"received {resource_name}")
         entries: list[ConfigEntry] = []
         for name, key in BROKER_CONFIG_DEF.keys.items():
-            explicit = name in self.config.props
-            entries.append(
-                ConfigEntry(
-                    name=name,
-                    value=format_value(key, self.config.values[name]),
-                    source=SOURCE_STATIC_BROKER_CONFIG if explicit else SOURCE_DEFAULT_CONFIG,
-                    is_sensitive=False,
-                    read_only=True,
-                    config_type=key.type.describe_code,
-                    documentation=key.doc,
-                )
-            )
+            entries.append(self.dynamic.broker_entry(
+                name, format_value(key, self.config.values[name]), key.type.describe_code, key.doc,
+                format_value(key, key.default) if key.has_default else None))
+        cleaner_values = CLEANER_CONFIG_DEF.parse(self.config.props)
+        for name, key in CLEANER_CONFIG_DEF.keys.items():
+            entries.append(self.dynamic.broker_entry(
+                name, format_value(key, cleaner_values[name]), key.type.describe_code, key.doc,
+                format_value(key, key.default)))
         seen = {entry.name for entry in entries}
-        for topic_entry in LogConfig.describe({}, self.config.props):
+        for topic_entry in self.describe_configs_for_overrides({}):
             for synonym_name, value, source in topic_entry.synonyms[:1]:
                 if synonym_name in seen:
                     continue
                 seen.add(synonym_name)
+                if synonym_name in DYNAMIC_CONFIGS:
+                    default = next(v for n, v, s in topic_entry.synonyms if s == SOURCE_DEFAULT_CONFIG)
+                    entries.append(self.dynamic.broker_entry(
+                        synonym_name, value, topic_entry.config_type, topic_entry.documentation, default))
+                    continue
                 entries.append(
                     ConfigEntry(
                         name=synonym_name, value=value, source=source, is_sensitive=topic_entry.is_sensitive,

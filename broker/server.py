@@ -19,6 +19,7 @@ from broker.admin_manager import AdminManager
 from broker.config import KafkaConfig
 from broker.context import BrokerContext
 from broker.dispatcher import Dispatcher
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.groups.group_coordinator import GroupCoordinator
 from broker.groups.offsets_topic import ReplicaOffsetsTopic
 from broker.groups.scheduler import LoopScheduler
@@ -41,6 +42,8 @@ class KafkaServer:
     """One broker: owns the LogManager, the listeners and the background tasks."""
 
     def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
+        self.dynamic_config = DynamicBrokerConfig(config)  # persisted dynamic broker configs over server.properties
+        config = self.dynamic_config.current
         self.config = config
         self.clock = clock or SystemClock()
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
@@ -59,7 +62,8 @@ class KafkaServer:
         await asyncio.to_thread(self.log_manager.startup)
         if self.config.cleaner.enable:
             self.log_cleaner.startup()
-        admin = AdminManager(self.log_manager, self.config)
+        admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
+                             log_cleaner=self.log_cleaner)
         self.group_coordinator = GroupCoordinator.for_broker(
             self.config.props, self.replica_manager, admin, self.clock
         )

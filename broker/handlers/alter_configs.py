@@ -1,4 +1,5 @@
-"""AlterConfigs (key 33), v0-2: replaces a topic's whole override set. Broker configs are static here."""
+"""AlterConfigs (key 33), v0-2: replaces a topic's whole override set, or the whole dynamic config set of a
+BROKER resource ("" = cluster default, or this node's id; see `broker.dynamic_config`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,7 @@ from protocol.connection import RequestReceived
 from protocol.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
 from protocol.messages import response_class
 
-
-def reject_non_topic(resource_type: int) -> None:
-    if resource_type == RESOURCE_BROKER:
-        raise InvalidRequestError("Dynamic broker configs are not supported; edit server.properties and restart")
-    if resource_type != RESOURCE_TOPIC:
-        raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+NewConfigs = Callable[[BrokerContext, str, Any], dict[str, str]]
 
 
 def full_overrides(_ctx: BrokerContext, _topic: str, configs: Any) -> dict[str, str]:
@@ -30,32 +26,48 @@ def full_overrides(_ctx: BrokerContext, _topic: str, configs: Any) -> dict[str, 
     return overrides
 
 
+def full_broker_layer(_ctx: BrokerContext, _resource_name: str, configs: Any) -> dict[str, str]:
+    """AlterConfigs semantics for a broker resource: the request's configs replace its dynamic set."""
+    null_names = [config.name for config in configs if config.value is None]
+    if null_names:
+        raise InvalidRequestError(f"Null value not supported for : {','.join(null_names)}")
+    return {config.name: config.value for config in configs}
+
+
 async def alter_resources(
     ctx: BrokerContext,
     event: RequestReceived,
     api_key: ApiKey,
-    new_overrides: Callable[[BrokerContext, str, Any], dict[str, str]],
+    new_overrides: NewConfigs,
+    new_broker_layer: NewConfigs,
 ) -> Any:
-    """Apply `new_overrides` to each topic resource; errors land on that resource only."""
+    """Apply `new_overrides` to each topic resource and `new_broker_layer` to each broker resource; errors land
+    on that resource only."""
     request = event.request
     cls = response_class(api_key, event.api_version)
     responses = []
     for resource in request.resources:
         code, message = ErrorCode.NONE, None
+        name = resource.resource_name
         try:
-            reject_non_topic(resource.resource_type)
-            overrides = new_overrides(ctx, resource.resource_name, resource.configs)
-            await ctx.admin.alter_topic_config(resource.resource_name, overrides, request.validate_only)
+            if resource.resource_type == RESOURCE_TOPIC:
+                overrides = new_overrides(ctx, name, resource.configs)
+                await ctx.admin.alter_topic_config(name, overrides, request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER:
+                layer = new_broker_layer(ctx, name, resource.configs)
+                await ctx.admin.alter_broker_config(name, layer, request.validate_only)
+            else:
+                raise InvalidRequestError(f"Unsupported resource type {resource.resource_type}")
         except KafkaError as error:
             code, message = error.error_code, error.message or None
         responses.append(
             cls.AlterConfigsResourceResponse(
                 error_code=code, error_message=message,
-                resource_type=resource.resource_type, resource_name=resource.resource_name,
+                resource_type=resource.resource_type, resource_name=name,
             )
         )
     return cls(throttle_time_ms=0, responses=responses)
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
-    return await alter_resources(ctx, event, ApiKey.ALTER_CONFIGS, full_overrides)
+    return await alter_resources(ctx, event, ApiKey.ALTER_CONFIGS, full_overrides, full_broker_layer)

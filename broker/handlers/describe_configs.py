@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32), v1-4: topic configs (with sources and synonyms) and the broker's configs."""
+"""DescribeConfigs (key 32), v1-4: topic configs (with sources and synonyms) and the broker's configs: resource ""
+lists the cluster-default dynamic configs only, the node's id every config with dynamic sources (as Kafka)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,7 @@ def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> l
     if resource_type == RESOURCE_TOPIC:
         return ctx.admin.describe_topic_config(resource_name)
     if resource_type == RESOURCE_BROKER:
-        if resource_name not in ("", str(ctx.node_id)):
-            raise InvalidRequestError(f"Unexpected broker id, expected {ctx.node_id} but received {resource_name}")
-        return ctx.admin.describe_broker_config()
+        return ctx.admin.describe_broker_config(resource_name)
     raise InvalidRequestError(f"Unsupported resource type {resource_type}")
 
 

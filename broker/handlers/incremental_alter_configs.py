@@ -1,11 +1,12 @@
-"""IncrementalAlterConfigs (key 44), v0-1: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a
-topic's overrides; APPEND/SUBTRACT only for LIST configs, as Kafka requires."""
+"""IncrementalAlterConfigs (key 44), v0-1: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides
+or on a BROKER resource's dynamic configs; APPEND/SUBTRACT only for LIST configs, as Kafka requires."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.dynamic_config import config_key
 from broker.handlers.alter_configs import alter_resources
 from protocol.api_keys import ApiKey
 from protocol.connection import RequestReceived
@@ -37,7 +38,7 @@ def apply_operations(ctx: BrokerContext, topic: str, configs: Any) -> dict[str, 
                 raise InvalidConfigError(f"Config value append is not allowed for config key: {name}")
             current = overrides.get(name)
             if current is None:
-                entry = next(e for e in LogConfig.describe({}, ctx.config.props) if e.name == name)
+                entry = next(e for e in LogConfig.describe({}, ctx.admin.config.props) if e.name == name)
                 current = entry.value or ""
             items = [item for item in current.split(",") if item]
             changes = [item.strip() for item in (value or "").split(",") if item.strip()]
@@ -51,5 +52,43 @@ def apply_operations(ctx: BrokerContext, topic: str, configs: Any) -> dict[str, 
     return overrides
 
 
+def apply_broker_operations(ctx: BrokerContext, resource_name: str, configs: Any) -> dict[str, str]:
+    """Kafka's ConfigAdminManager.preprocess + prepareIncrementalConfigs on the resource's dynamic layer; whether
+    each name may change dynamically is `AdminManager.alter_broker_config`'s check."""
+    names = [config.name for config in configs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InvalidRequestError(f"Error due to duplicate config keys : {','.join(duplicates)}")
+    null_updates = [f"{config.name}" for config in configs if config.value is None and config.config_operation
+                    != DELETE]
+    if null_updates:
+        raise InvalidRequestError(f"Null value not supported for : {','.join(null_updates)}")
+    layer = ctx.admin.broker_config_layer(resource_name)
+    for config in configs:
+        name, operation, value = config.name, config.config_operation, config.value
+        if operation == SET:
+            layer[name] = value
+        elif operation == DELETE:
+            layer.pop(name, None)
+        elif operation in (APPEND, SUBTRACT):
+            key = config_key(name)
+            if key is None:
+                raise InvalidConfigError(f"Unknown config name: {name}")
+            if key.type is not ConfigType.LIST:
+                verb = "append" if operation == APPEND else "subtract"
+                raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {name}")
+            items = [item for item in layer.get(name, "").split(",") if item]
+            changes = [item.strip() for item in (value or "").split(",") if item.strip()]
+            if operation == APPEND:
+                items += [item for item in changes if item not in items]
+            else:
+                items = [item for item in items if item not in changes]
+            layer[name] = ",".join(items)  # no dynamic key is a LIST: the name check refuses it
+        else:
+            raise InvalidRequestError(f"Unknown operations type {operation}")
+    return layer
+
+
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
-    return await alter_resources(ctx, event, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations)
+    return await alter_resources(ctx, event, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations,
+                                 apply_broker_operations)

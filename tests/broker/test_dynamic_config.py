@@ -1,0 +1,148 @@
+"""Dynamic broker configs in-process: `DynamicBrokerConfig` (names, types, resource names, files, precedence,
+describe sources) and `AdminManager.alter_broker_config` against a real LogManager and LogCleaner (threads in-process,
+no worker processes). The wire path is tests/integration/test_dynamic_cleaner_config.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.admin_manager import AdminManager
+from broker.config import KafkaConfig
+from broker.dynamic_config import (
+    DYNAMIC_BROKER_CONFIG_FILE,
+    DYNAMIC_DEFAULT_CONFIG_FILE,
+    SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DynamicBrokerConfig,
+)
+from cleaner.log_cleaner import LogCleaner
+from protocol.errors import InvalidRequestError
+from storage.clock import FakeClock
+from storage.log_config import SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG
+from storage.log_manager import LogManager
+
+MIB = 1024 * 1024
+
+
+def static_config(log_dir: Path, **props: str) -> KafkaConfig:
+    return KafkaConfig({"log.dirs": str(log_dir), "node.id": "3", "log.cleaner.dedupe.buffer.size": str(8 * MIB),
+                        "minikafka.log.cleaner.worker.processes": "false", **props})
+
+
+def test_only_the_cleaners_reconfigurable_keys_are_dynamic(tmp_path: Path) -> None:
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    with pytest.raises(InvalidRequestError, match=r"^Cannot update these configs dynamically: "
+                                                  r"Set\(log.dirs, num.partitions\)$"):
+        dynamic.merged_for(False, {"num.partitions": "3", "log.dirs": "/x", "log.cleaner.threads": "2"})
+    for name in ("log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+                 "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
+                 "log.cleaner.backoff.ms"):
+        with pytest.raises(InvalidRequestError, match=f"^Invalid value x for configuration {name}: Not a number"):
+            dynamic.merged_for(False, {name: "x"})
+    with pytest.raises(InvalidRequestError, match=r"log\.cleaner\.backoff\.ms: Value must be at least 0"):
+        dynamic.merged_for(True, {"log.cleaner.backoff.ms": "-1"})
+    assert dynamic.merged_for(True, {"log.cleaner.backoff.ms": "5"})["log.cleaner.backoff.ms"] == "5"
+
+
+def test_resource_names_are_empty_or_this_node(tmp_path: Path) -> None:
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    assert dynamic.is_per_broker("") is False
+    assert dynamic.is_per_broker("3") is True
+    with pytest.raises(InvalidRequestError, match=r"^Unexpected broker id, expected 3, but received 4$"):
+        dynamic.is_per_broker("4")
+    with pytest.raises(InvalidRequestError, match=r"^Node id must be an integer, but it is: b1$"):
+        dynamic.is_per_broker("b1")
+
+
+def test_layers_persist_and_apply_over_static_props_in_kafkas_precedence(tmp_path: Path) -> None:
+    config = static_config(tmp_path, **{"log.cleaner.backoff.ms": "700"})
+    dynamic = DynamicBrokerConfig(config)
+    for per_broker, layer in ((False, {"log.cleaner.backoff.ms": "200", "log.cleaner.threads": "2"}),
+                              (True, {"log.cleaner.backoff.ms": "100"})):
+        new_config = dynamic.config_of(dynamic.merged_for(per_broker, layer))
+        dynamic.persist(per_broker, layer)
+        dynamic.commit(per_broker, layer, new_config)
+    assert "log.cleaner.threads=2" in (tmp_path / DYNAMIC_DEFAULT_CONFIG_FILE).read_text()
+    assert "log.cleaner.backoff.ms=100" in (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).read_text()
+
+    restarted = DynamicBrokerConfig(config)  # a restart reads both files
+    assert (restarted.current.cleaner.backoff_ms, restarted.current.cleaner.threads) == (100, 2)
+    entry = restarted.broker_entry("log.cleaner.backoff.ms", "ignored", 5, "", "15000")
+    assert (entry.value, entry.source, entry.read_only) == ("100", SOURCE_DYNAMIC_BROKER_CONFIG, False)
+    assert entry.synonyms == [("log.cleaner.backoff.ms", "100", SOURCE_DYNAMIC_BROKER_CONFIG),
+                              ("log.cleaner.backoff.ms", "200", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              ("log.cleaner.backoff.ms", "700", SOURCE_STATIC_BROKER_CONFIG),
+                              ("log.cleaner.backoff.ms", "15000", SOURCE_DEFAULT_CONFIG)]
+    assert [(e.name, e.value, e.source) for e in restarted.default_entries()] == [
+        ("log.cleaner.backoff.ms", "200", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("log.cleaner.threads", "2", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    static_entry = restarted.broker_entry("num.partitions", "1", 3, "", "1")
+    assert (static_entry.source, static_entry.read_only) == (SOURCE_DEFAULT_CONFIG, True)
+
+
+def test_invalid_persisted_configs_are_ignored_at_startup(tmp_path: Path) -> None:
+    (tmp_path / DYNAMIC_DEFAULT_CONFIG_FILE).write_text("log.dirs=/elsewhere\nlog.cleaner.backoff.ms=5\n")
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    assert dynamic.default_layer == {"log.cleaner.backoff.ms": "5"}, "a non-dynamic key is dropped"
+    assert dynamic.current.cleaner.backoff_ms == 5
+    # 16 threads leave less than 1 MiB of the 8 MiB dedupe buffer per thread: the whole file is ignored
+    (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).write_text("log.cleaner.threads=16\n")
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    assert dynamic.default_layer == dynamic.broker_layer == {}
+    assert dynamic.current.cleaner.threads == 1
+
+
+@pytest.fixture
+def admin(tmp_path: Path) -> Iterator[AdminManager]:
+    config = static_config(tmp_path / "data", **{"log.cleaner.threads": "2", "log.cleaner.backoff.ms": "10"})
+    clock = FakeClock(1_700_000_000_000)
+    log_manager = LogManager(config.log_dir, config.props, clock)
+    log_manager.startup()
+    cleaner = LogCleaner(log_manager, config.cleaner, clock)
+    cleaner.startup()
+    try:
+        yield AdminManager(log_manager, config, log_cleaner=cleaner)
+    finally:
+        cleaner.shutdown()
+        log_manager.shutdown()
+
+
+def test_alter_validates_with_the_log_cleaner_then_restarts_its_threads(admin: AdminManager) -> None:
+    cleaner = admin.log_cleaner
+    assert cleaner is not None
+    old_threads = [w.thread for w in cleaner.workers]
+    for threads, rule in (("0", "Log cleaner threads should be at least 1"),
+                          ("5", "Log cleaner threads cannot be increased to more than double the current value 2")):
+        with pytest.raises(InvalidRequestError, match=f"^Invalid dynamic configuration: {rule}"):
+            asyncio.run(admin.alter_broker_config("", {"log.cleaner.threads": threads}, False))
+    # 9 threads get less than 1 MiB of dedupe buffer each: Kafka's cross-key check
+    with pytest.raises(InvalidRequestError, match="must be at least 1MB per cleaner thread"):
+        asyncio.run(admin.alter_broker_config("", {"log.cleaner.dedupe.buffer.size": str(2 * MIB)}, False))
+    asyncio.run(admin.alter_broker_config("", {"log.cleaner.threads": "4"}, True))
+    assert len(cleaner.workers) == 2 and [w.thread for w in cleaner.workers] == old_threads, "validate_only applied"
+
+    asyncio.run(admin.alter_broker_config("3", {"log.cleaner.threads": "4", "log.cleaner.backoff.ms": "20"}, False))
+    assert (cleaner.config.threads, cleaner.config.backoff_ms) == (4, 20)
+    assert len(cleaner.workers) == 4 and all(w.thread is not None and w.thread.is_alive() for w in cleaner.workers)
+    assert not any(thread is not None and thread.is_alive() for thread in old_threads), "old threads still run"
+    assert admin.config.cleaner.threads == 4
+    entry = next(e for e in admin.describe_broker_config("3") if e.name == "log.cleaner.threads")
+    assert (entry.value, entry.source) == ("4", SOURCE_DYNAMIC_BROKER_CONFIG)
+    with pytest.raises(InvalidRequestError, match="or empty string, but received 9"):
+        admin.describe_broker_config("9")
+
+
+def test_dynamic_message_max_bytes_is_every_topics_default(admin: AdminManager) -> None:
+    asyncio.run(admin.create_topic("plain", 2, 1, {}))
+    asyncio.run(admin.create_topic("overridden", 1, 1, {"max.message.bytes": "5000"}))
+    asyncio.run(admin.alter_broker_config("", {"message.max.bytes": "2000"}, False))
+    log_manager = admin.log_manager
+    assert [log_manager.get_log("plain", p).config.max_message_bytes for p in (0, 1)] == [2000, 2000]  # type: ignore[union-attr]
+    assert log_manager.get_log("overridden", 0).config.max_message_bytes == 5000  # type: ignore[union-attr]
+    entry = next(e for e in admin.describe_topic_config("plain") if e.name == "max.message.bytes")
+    assert (entry.value, entry.source) == ("2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert entry.synonyms[0] == ("message.max.bytes", "2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
