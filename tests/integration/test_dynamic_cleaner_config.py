@@ -30,7 +30,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     ResourceType,
 )
-from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
@@ -212,3 +212,18 @@ def test_backoff_io_rate_and_message_max_bytes_applied(broker_factory: BrokerFac
     _alter(admin, {"message.max.bytes": "3000"}, node).result(timeout=TIMEOUT_S)
     entry = _broker_configs(admin, node)["message.max.bytes"]
     assert (entry.value, entry.source) == ("3000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+
+    # legacy AlterConfigs replaces the resource's whole dynamic set (message.max.bytes=3000 goes)
+    request_class = AlterConfigsRequest[2]
+    resource_class = request_class.AlterConfigsResource
+    request = request_class(validate_only=False, resources=[resource_class(
+        resource_type=4, resource_name=node, configs=[
+            resource_class.AlterableConfig(name="log.cleaner.backoff.ms", value="300")])])
+    with WireClient(broker.bootstrap) as client:
+        assert client.request(request).responses[0].error_code == ErrorCode.NONE
+    entries = _broker_configs(admin, node)
+    assert (entries["log.cleaner.backoff.ms"].value, entries["log.cleaner.backoff.ms"].source) == (
+        "300", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (entries["message.max.bytes"].value, entries["message.max.bytes"].source) == (
+        "2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    assert "message.max.bytes" not in (broker.data_dir / BROKER_FILE).read_text()
