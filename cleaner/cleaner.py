@@ -53,9 +53,12 @@ _BIT_FLAGS = tuple(bytes((value >> bit) & 1 for bit in range(8)) for value in ra
 _value_of = attrgetter("value")
 _WRITE_CHUNK_BYTES = 1 << 20
 #: the map pass's deduplication window: distinct keys (~130 bytes of Python objects each beyond the key's own
-#: bytes, ~17 MB) and log bytes read (bounds the keys' own bytes) before the collected keys are put
+#: bytes, ~17 MB) and the keys' own bytes before the collected keys are put. The key bytes are summed only after
+#: every _DEDUPE_KEY_BYTES / 2 log bytes read and the keys are put once they reach half the bound, so they pass
+#: it by one batch at most (a run adds at most as many key bytes as log bytes); bounding log bytes made a log of large
+#: values put (and hash) the same keys again every 128 MiB (1 KiB values: 282k hashes for 100k keys).
 _DEDUPE_KEYS = 131_072
-_DEDUPE_LOG_BYTES = 128 * 1024 * 1024
+_DEDUPE_KEY_BYTES = 128 * 1024 * 1024
 
 
 class TopicCleaningConfig(Protocol):
@@ -282,9 +285,12 @@ class Cleaner:
                 self._pending_last = batch.last_offset
                 self._pending_bytes += batch.size_bytes
                 stats.map_messages_read += batch.records_count
-                if len(pending) >= dedupe_keys or self._pending_bytes >= _DEDUPE_LOG_BYTES:
+                if len(pending) >= dedupe_keys or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
+                        map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
                     self._flush_pending()
                     pending = self._pending
+                elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
+                    self._pending_bytes = 0  # the keys are below half the bound: check again after as many bytes
             else:
                 self._flush_pending()
                 pending = self._pending
