@@ -10,9 +10,10 @@ No threads, locks, metrics or swaps here: the caller (the cleaner thread) owns s
 (`UnifiedLog.replace_segments`), the checkpoint and the metrics. Hooks let it abort (`check_done` raises)
 and throttle (`throttle(bytes)`).
 
-Speed (bench/cleaner_throughput.py, BENCHMARKS.md; one thread, CPython 3.11, 2 shared CPUs): 1M records of
-100 B over 100k keys ~0.45M records/s (~50 MB/s) per round, 0.69x Apache Kafka 4.3's cleaner on the same
-segments; 500k records of 1 KiB ~0.2M records/s (~190 MB/s). Before the fast paths below: 84k records/s.
+Speed (bench/cleaner_throughput.py, BENCHMARKS.md; one thread, CPython 3.11, 2 shared CPUs, best of 3 rounds
+and noisy: the same code measures 0.66-0.96M): 1M records of 100 B over 100k keys ~0.9M records/s (~100 MB/s)
+per round, 0.99x Apache Kafka 4.3's cleaner on the same segments (0.58x before the C-level selection below);
+500k records of 1 KiB ~0.35M records/s (~330 MB/s), 0.85x. Before the fast paths below: 84k records/s.
 What makes it fast: the map pass collects runs of batches that surely fit into a key -> latest offset dict
 and hashes each distinct key once (`OffsetMap.put_latest`); the recopy pass answers mapped offsets from the
 map's latest-offset bitmap without hashing again, looks up the others per batch (`get_many`), copies batches
