@@ -279,10 +279,7 @@ class UnifiedLog:
         LocalLog.collectAbortedTransactions). An entry lives in the segment of its ABORT marker, which may be
         well after the transaction's first offset, hence the walk forward."""
         with self._lock:
-            return self._collect_aborted_transactions(start_offset, upper_bound_offset)
-
-    def _collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTransaction]:
-        return collect_aborted_transactions(self._segments, start_offset, upper_bound_offset)
+            return collect_aborted_transactions(self._segments, start_offset, upper_bound_offset)
 
     def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
         segment = self.active_segment
@@ -384,7 +381,7 @@ class UnifiedLog:
             records = b"".join(chunks)
             aborted = None
             if include_aborted_transactions:
-                aborted = self._collect_aborted_transactions(start_offset, _last_offset(records) + 1) \
+                aborted = collect_aborted_transactions(self._segments, start_offset, _last_offset(records) + 1) \
                     if records else []
             return FetchDataInfo(records, self.high_watermark, self.log_start_offset, aborted)
 

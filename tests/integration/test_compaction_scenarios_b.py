@@ -36,6 +36,8 @@ FAST_CLEANER = {
     "log.retention.check.interval.ms": "3600000",
 }
 COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100"}
+HELD = {**COMPACTED, "min.cleanable.dirty.ratio": "1.0"}  # S4: ratio 1.0 never triggers; CLEAN_NOW releases it
+CLEAN_NOW = {"min.cleanable.dirty.ratio": "0.01"}
 NO_KEY_MESSAGE = "Compacted topic cannot accept message without key in topic partition"
 
 

@@ -22,8 +22,10 @@ from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import CODECS, create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, scrape, wait_for
 from tests.integration.test_compaction_scenarios_b import (
+    CLEAN_NOW,
     COMPACTED,
     FAST_CLEANER,
+    HELD,
     alter_topic,
     log_files,
     produce_timed,
@@ -36,8 +38,6 @@ pytestmark = pytest.mark.timeout(120)
 BrokerFactory = Callable[..., BrokerProcess]
 #: rolls only on append (batch timestamps), as in Kafka: the broker's idle roll timer never fires in a test
 NO_IDLE_ROLL = {**FAST_CLEANER, "minikafka.log.roll.check.interval.ms": "3600000"}
-HELD = {**COMPACTED, "min.cleanable.dirty.ratio": "1.0"}  # S4: ratio 1.0 never triggers; CLEAN_NOW releases it
-CLEAN_NOW = {"min.cleanable.dirty.ratio": "0.01"}
 HOUR_MS = 3_600_000
 TIME_SINCE_LAST_RUN = ("kafka_log_logcleanermanager_time_since_last_run_ms", ())
 

@@ -19,16 +19,13 @@ from protocol.records import RecordBatch, iter_batches
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, produce, wait_for
-from tests.integration.test_compaction_scenarios_b import FAST_CLEANER, alter_topic
+from tests.integration.test_compaction_scenarios_b import CLEAN_NOW, FAST_CLEANER, HELD, alter_topic
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.timeout(180)
 
 BrokerFactory = Callable[..., BrokerProcess]
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
-#: cleaning is off (ratio 1.0) until enabled with CLEAN_NOW
-HELD = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "1.0", "segment.ms": "100"}
-CLEAN_NOW = {"min.cleanable.dirty.ratio": "0.01"}
 
 
 def transactional_producer(bootstrap: str) -> Producer:
