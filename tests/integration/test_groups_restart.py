@@ -95,14 +95,21 @@ def kafka_python_commit(bootstrap: str, topic: str, group: str) -> None:
 
 
 def kafka_python_first_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int]:
-    consumer = kafka_python_consumer(bootstrap, topic, group)
+    """First offset per partition a new group member gets. kafka-python 3.0.12 sometimes (~1 in 10 runs, also
+    before this test's broker changes) completes SyncGroup and then spins in poll() without ever sending
+    OffsetFetch or Fetch (its debug log repeats "need_rejoin: False"); a member that received nothing in 10 s
+    is closed and a fresh one joins, which must still start at the committed offsets."""
     first: dict[int, int] = {}
-    deadline = time.monotonic() + 30
-    while len(first) < PARTITIONS and time.monotonic() < deadline:
-        for tp, messages in consumer.poll(100).items():  # type: ignore[attr-defined]
-            if messages:
-                first.setdefault(tp.partition, messages[0].offset)
-    consumer.close()  # type: ignore[attr-defined]
+    for _attempt in range(3):
+        consumer = kafka_python_consumer(bootstrap, topic, group)
+        deadline = time.monotonic() + 10
+        while len(first) < PARTITIONS and time.monotonic() < deadline:
+            for tp, messages in consumer.poll(100).items():  # type: ignore[attr-defined]
+                if messages:
+                    first.setdefault(tp.partition, messages[0].offset)
+        consumer.close()  # type: ignore[attr-defined]
+        if first:
+            break
     return first
 
 
