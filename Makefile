@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# Source folders that install as minikafka.<folder> (pyproject.toml's package-dir).
+PACKAGES := protocol storage cleaner broker
+# mypy cannot follow setuptools' editable import hook, so it reads the packages through a tree of symlinks
+# named the way they install (minikafka/<folder> -> <folder>).
+MYPY_PATH := $(VENV)/mypy-path
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
 
@@ -31,13 +36,15 @@ run: $(STAMP)
 test: lint contracts typecheck pytest
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check protocol storage cleaner broker tests bench
+	$(BIN)/ruff check $(PACKAGES) tests bench
 
 contracts: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(TEST_STAMP)
-	$(BIN)/mypy
+	mkdir -p $(MYPY_PATH)/minikafka
+	for p in $(PACKAGES); do ln -sfn ../../../$$p $(MYPY_PATH)/minikafka/$$p; done
+	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy
 
 pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra

@@ -40,11 +40,11 @@ import bench.apache_kafka as apache_kafka
 from bench.apache_kafka import ApacheKafka
 from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT
 from bench.machine import machine_description
-from cleaner.cleaner import Cleaner
-from cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
-from protocol.records import iter_batches
-from storage.clock import SystemClock
-from storage.log_segment import LogSegment
+from minikafka.cleaner.cleaner import Cleaner
+from minikafka.cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
+from minikafka.protocol.records import iter_batches
+from minikafka.storage.clock import SystemClock
+from minikafka.storage.log_segment import LogSegment
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOPIC = "cleaner-bench"

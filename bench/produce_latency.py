@@ -37,7 +37,7 @@ from kafka.protocol.producer.produce import ProduceRequest
 
 from bench.kafka_jars import REPO_ROOT
 from bench.machine import machine_description
-from protocol.records import Record, build_batch
+from minikafka.protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
 

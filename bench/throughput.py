@@ -137,7 +137,7 @@ def minikafka_broker(work_dir: Path) -> Iterator[str]:
     """`minikafka serve` in a subprocess (its own process group) on a free loopback port."""
     port = free_port()
     script = REPO_ROOT / ".venv" / "bin" / "minikafka"
-    base = [str(script)] if script.exists() else [sys.executable, "-m", "broker"]
+    base = [str(script)] if script.exists() else [sys.executable, "-m", "minikafka.broker"]
     overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
                  "minikafka.metrics.port=0"]
     command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]

@@ -15,9 +15,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from broker.config import KafkaConfig, load_properties
-from broker.server import KafkaServer
-from protocol.errors import KafkaError
+from minikafka.broker.config import KafkaConfig, load_properties
+from minikafka.broker.server import KafkaServer
+from minikafka.protocol.errors import KafkaError
 
 log = logging.getLogger("minikafka")
 

@@ -15,19 +15,19 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
-from broker.config import BROKER_CONFIG_DEF, KafkaConfig
-from broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
-from cleaner.config import CLEANER_CONFIG_DEF
-from cleaner.log_cleaner import LogCleaner
-from protocol.errors import (
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
+from minikafka.broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
+from minikafka.cleaner.config import CLEANER_CONFIG_DEF
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.protocol.errors import (
     InvalidConfigError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
-from storage.config_def import format_value
-from storage.log_config import SOURCE_DEFAULT_CONFIG, ConfigEntry, LogConfig
-from storage.log_manager import LogManager, TopicMetadata
+from minikafka.storage.config_def import format_value
+from minikafka.storage.log_config import SOURCE_DEFAULT_CONFIG, ConfigEntry, LogConfig
+from minikafka.storage.log_manager import LogManager, TopicMetadata
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
-from broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
-from cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
-from protocol.errors import InvalidConfigError
-from storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
-from storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
+from minikafka.broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
+from minikafka.broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
+from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
+from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
 
 log = logging.getLogger(__name__)
 

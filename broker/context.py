@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.admin_manager import AdminManager
-from broker.config import KafkaConfig
-from broker.groups.group_coordinator import GroupCoordinator
-from broker.replica_manager import ReplicaManager
-from broker.transactions.transaction_coordinator import TransactionCoordinator
-from storage.producer_id_manager import ProducerIdManager
+from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.config import KafkaConfig
+from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.replica_manager import ReplicaManager
+from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
+from minikafka.storage.producer_id_manager import ProducerIdManager
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.handlers import (
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -46,10 +46,10 @@ from broker.handlers import (
     sync_group,
     txn_offset_commit,
 )
-from broker.metrics import BrokerMetrics
-from broker.network import CloseConnection
-from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from protocol.connection import RequestReceived, ServerConnection
+from minikafka.broker.metrics import BrokerMetrics
+from minikafka.broker.network import CloseConnection
+from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from minikafka.protocol.connection import RequestReceived, ServerConnection
 
 log = logging.getLogger(__name__)
 

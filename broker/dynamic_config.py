@@ -27,12 +27,12 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
-from cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
-from protocol.errors import InvalidConfigError, InvalidRequestError
-from storage.checkpoint import atomic_write
-from storage.config_def import ConfigKey
-from storage.log_config import (
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
+from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
+from minikafka.storage.checkpoint import atomic_write
+from minikafka.storage.config_def import ConfigKey
+from minikafka.storage.log_config import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,

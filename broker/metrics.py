@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
+from minikafka.storage.unified_log import UnifiedLog
 
 _LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

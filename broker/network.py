@@ -12,8 +12,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
-from protocol.errors import ProtocolError
+from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
+from minikafka.protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from broker.purgatory import FetchPurgatory, TopicPartition
-from protocol.errors import (
+from minikafka.broker.purgatory import FetchPurgatory, TopicPartition
+from minikafka.protocol.errors import (
     InvalidRecordError,
     KafkaError,
     OffsetOutOfRangeError,
@@ -22,8 +22,8 @@ from protocol.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from storage.log_manager import LogManager, TopicMetadata
-from storage.unified_log import LogAppendInfo, UnifiedLog
+from minikafka.storage.log_manager import LogManager, TopicMetadata
+from minikafka.storage.unified_log import LogAppendInfo, UnifiedLog
 
 LEADER_EPOCH = 0
 _NO_KEY_MESSAGE = "Compacted topic cannot accept message without key"

@@ -14,26 +14,26 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
-from broker.admin_http import AdminHttpServer
-from broker.admin_manager import AdminManager
-from broker.config import KafkaConfig
-from broker.context import BrokerContext
-from broker.dispatcher import Dispatcher
-from broker.dynamic_config import DynamicBrokerConfig
-from broker.groups.group_coordinator import GroupCoordinator
-from broker.groups.offsets_topic import ReplicaOffsetsTopic
-from broker.groups.scheduler import LoopScheduler
-from broker.metrics import BrokerMetrics
-from broker.network import SocketServer
-from broker.replica_manager import ReplicaManager
-from broker.transactions.transaction_coordinator import TransactionCoordinator
-from broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
-from broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
-from broker.transactions.transaction_state_manager import TransactionStateManager
-from cleaner.log_cleaner import LogCleaner
-from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
-from storage.clock import Clock, SystemClock
-from storage.log_manager import LogManager
+from minikafka.broker.admin_http import AdminHttpServer
+from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.config import KafkaConfig
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.dispatcher import Dispatcher
+from minikafka.broker.dynamic_config import DynamicBrokerConfig
+from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
+from minikafka.broker.groups.scheduler import LoopScheduler
+from minikafka.broker.metrics import BrokerMetrics
+from minikafka.broker.network import SocketServer
+from minikafka.broker.replica_manager import ReplicaManager
+from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
+from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
+from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
+from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
+from minikafka.storage.clock import Clock, SystemClock
+from minikafka.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 

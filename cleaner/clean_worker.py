@@ -59,13 +59,13 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord, TopicCleaningConfig
-from cleaner.cleaner_stats import CleanerStats
-from cleaner.offset_map import OffsetMap
-from storage.log_segment import CLEANED_SUFFIX, LogSegment
-from storage.transaction_index import AbortedTransaction
+from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord, TopicCleaningConfig
+from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
+from minikafka.storage.transaction_index import AbortedTransaction
 
-logger = logging.getLogger("cleaner.clean_worker")
+logger = logging.getLogger("minikafka.cleaner.clean_worker")
 
 _IO_REPORT_BYTES = 1 << 20
 _POLL_S = 0.1

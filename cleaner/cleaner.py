@@ -37,16 +37,22 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple, Protocol
 
-from cleaner.cleaner_stats import CleanerStats
-from cleaner.log_to_clean import segments_overlapping
-from cleaner.offset_map import MAX_RELATIVE_OFFSET, OffsetMap
-from cleaner.record_codec import RecordLike, collect_latest_offsets, decode_records, encode_batch, select_records
-from cleaner.transaction_metadata import CleanedTransactionMetadata
-from protocol.records import RecordBatch, TimestampType
-from storage.clock import Clock
-from storage.log_segment import CLEANED_SUFFIX, LogSegment
-from storage.transaction_index import AbortedTransaction
-from storage.unified_log import collect_aborted_transactions as collect_from_segments
+from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.log_to_clean import segments_overlapping
+from minikafka.cleaner.offset_map import MAX_RELATIVE_OFFSET, OffsetMap
+from minikafka.cleaner.record_codec import (
+    RecordLike,
+    collect_latest_offsets,
+    decode_records,
+    encode_batch,
+    select_records,
+)
+from minikafka.cleaner.transaction_metadata import CleanedTransactionMetadata
+from minikafka.protocol.records import RecordBatch, TimestampType
+from minikafka.storage.clock import Clock
+from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
+from minikafka.storage.transaction_index import AbortedTransaction
+from minikafka.storage.unified_log import collect_aborted_transactions as collect_from_segments
 
 INT_MAX = 2_147_483_647
 #: byte b of the latest-offset bitmap as 8 bytes, one per offset (bit r & 7 of byte r >> 3 is offset r)

@@ -18,12 +18,12 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cleaner.manager import GrabResult, PartitionView, grab_filthiest_compacted_log
-from protocol.errors import KafkaStorageError
-from storage.log_manager import LogManager
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.manager import GrabResult, PartitionView, grab_filthiest_compacted_log
+from minikafka.protocol.errors import KafkaStorageError
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.unified_log import UnifiedLog
 
-logger = logging.getLogger("cleaner.log_cleaner")
+logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 
 TopicPartition = tuple[str, int]
 

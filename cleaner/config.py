@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import InvalidConfigError
-from storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
 
 LONG_MAX = 9_223_372_036_854_775_807
 INT_MAX = 2_147_483_647

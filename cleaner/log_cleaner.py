@@ -22,28 +22,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
-from cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
-from cleaner.cleaner_manager import (
+from minikafka.cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
+from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
+from minikafka.cleaner.cleaner_manager import (
     CleaningState,
     LogCleanerManager,
     LogCleaningAbortedError,
     ThreadShutdownError,
     TopicPartition,
 )
-from cleaner.cleaner_stats import CleanerStats
-from cleaner.config import CleanerConfig
-from cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
-from cleaner.manager import CleanCandidate, PreCleanStats, grab_filthiest_compacted_log
-from cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
-from cleaner.offset_map import OffsetMap
-from cleaner.throttler import Throttler
-from protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
-from storage.clock import Clock
-from storage.log_manager import LogManager
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.config import CleanerConfig
+from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
+from minikafka.cleaner.manager import CleanCandidate, PreCleanStats, grab_filthiest_compacted_log
+from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.cleaner.throttler import Throttler
+from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
+from minikafka.storage.clock import Clock
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.unified_log import UnifiedLog
 
-logger = logging.getLogger("cleaner.log_cleaner")
+logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 
 _MAX_MANUAL_ROUNDS = 10_000
 

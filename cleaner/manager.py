@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cleaner.log_to_clean import LogToClean, SegmentInfo, cleanable_offsets, max_compaction_delay_ms
+from minikafka.cleaner.log_to_clean import LogToClean, SegmentInfo, cleanable_offsets, max_compaction_delay_ms
 
 
 class CompactionSegment(SegmentInfo, Protocol):

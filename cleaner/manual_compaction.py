@@ -6,7 +6,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.cleaner_stats import CleanerStats
 
 TopicPartition = tuple[str, int]
 

@@ -77,10 +77,10 @@ MD5, collision-resistant: a producer cannot cheaply craft two keys that make the
 bits for a 128 MiB map: a birthday search of ~2^55 blake2b evaluations). The 2^-88 bound above is for keys
 not chosen against the hash. Python's `hash()` has 64 bits only.
 
-Speed (`python -m cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB map, CPython 3.11, shared 2-CPU box
-at load average < 1, best of 8 runs alternating with the former 16-byte layout): 0.57M puts/s and 0.89M gets/s
-(16-byte layout: 0.54M and 0.85M; dropping `digest_size` pays for the unaligned slot reads). Instructions per key
-(cachegrind, load-independent) against the 16-byte layout: put +2%, put_keys +3%, put_latest -1%, get_many -2%.
+Speed (`python -m minikafka.cleaner.offset_map`: 1M distinct 10-byte keys into a 64 MiB map, CPython 3.11, shared
+2-CPU box at load average < 1, best of 8 runs alternating with the former 16-byte layout): 0.57M puts/s and 0.89M
+gets/s (16-byte layout: 0.54M and 0.85M; dropping `digest_size` pays for the unaligned slot reads). Instructions per
+key (cachegrind, load-independent) against the 16-byte layout: put +2%, put_keys +3%, put_latest -1%, get_many -2%.
 `put_keys` (one call per batch, the map pass's path when the whole batch fits) saves the per-call overhead,
 `put_latest` takes a run of batches already deduplicated by key (one hash per distinct key), `get_many` a batch's
 lookups. The probe loop is written out in each of `put`, `put_keys`, `put_latest`, `get` and `get_many` on purpose:

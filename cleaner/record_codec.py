@@ -24,16 +24,16 @@ from typing import Any, Protocol
 
 import crc32c
 
-from protocol.errors import CorruptMessageError
-from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, CompressionType, Record, RecordBatch
-from protocol.records.attributes import (
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, CompressionType, Record, RecordBatch
+from minikafka.protocol.records.attributes import (
     CONTROL_FLAG_MASK,
     DELETE_HORIZON_FLAG_MASK,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
 )
-from protocol.records.builder import build_batch
-from protocol.records.compression import compress
+from minikafka.protocol.records.builder import build_batch
+from minikafka.protocol.records.compression import compress
 
 try:
     from aiokafka.record._crecords.default_records import DefaultRecordBatch as _CBatch

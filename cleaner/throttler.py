@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from storage.clock import Clock
+from minikafka.storage.clock import Clock
 
 _CHECK_INTERVAL_MS = 300
 

@@ -12,9 +12,9 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from protocol.records import RecordBatch
-from protocol.records.builder import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, parse_control_record_type
-from storage.transaction_index import AbortedTransaction
+from minikafka.protocol.records import RecordBatch
+from minikafka.protocol.records.builder import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, parse_control_record_type
+from minikafka.storage.transaction_index import AbortedTransaction
 
 
 @dataclass(slots=True)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from protocol.api_keys import ApiKey, is_accepted
-from protocol.errors import ProtocolError
-from protocol.messages import decode_request, encode_response, is_flexible
+from minikafka.protocol.api_keys import ApiKey, is_accepted
+from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.messages import decode_request, encode_response, is_flexible
 
 #: Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600

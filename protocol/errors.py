@@ -10,7 +10,7 @@ Generated once from the Apache Kafka error table; edit by hand from now on.
 
 from __future__ import annotations
 
-from protocol.error_codes import ErrorCode
+from minikafka.protocol.error_codes import ErrorCode
 
 ERROR_CLASSES: dict[ErrorCode, type[KafkaError]] = {}
 

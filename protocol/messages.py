@@ -83,8 +83,8 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitResponse,
 )
 
-from protocol.api_keys import ApiKey
-from protocol.errors import ProtocolError
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.errors import ProtocolError
 
 __all__ = [
     "REQUEST_CLASSES",

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from protocol.errors import KafkaStorageError
+from minikafka.protocol.errors import KafkaStorageError
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"

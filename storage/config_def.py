@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import InvalidConfigError
+from minikafka.protocol.errors import InvalidConfigError
 
 LONG_MAX = 9_223_372_036_854_775_807
 LONG_MIN = -9_223_372_036_854_775_808

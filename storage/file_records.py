@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from protocol.errors import CorruptMessageError
-from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 
 _LENGTH = struct.Struct(">qi")
 _HEADER_PREFIX = struct.Struct(">qiibIhi")  # base offset .. last offset delta (27 bytes)

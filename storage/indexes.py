@@ -16,7 +16,7 @@ import os
 import struct
 from pathlib import Path
 
-from protocol.errors import CorruptMessageError
+from minikafka.protocol.errors import CorruptMessageError
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")

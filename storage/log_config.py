@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import InvalidConfigError
-from storage.config_def import (
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.config_def import (
     LONG_MAX,
     ConfigDef,
     ConfigKey,

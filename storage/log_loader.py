@@ -20,11 +20,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.file_records import FileRecords
-from storage.indexes import IndexCorruptError
-from storage.log_config import LogConfig
-from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
-from storage.producer_state import ProducerStateManager
+from minikafka.storage.file_records import FileRecords
+from minikafka.storage.indexes import IndexCorruptError
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
+from minikafka.storage.producer_state import ProducerStateManager
 
 logger = logging.getLogger(__name__)
 

@@ -19,24 +19,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     InvalidPartitionsError,
     InvalidTopicExceptionError,
     KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from storage.checkpoint import (
+from minikafka.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     OffsetCheckpointFile,
     atomic_write,
 )
-from storage.clock import Clock
-from storage.log_config import LogConfig
-from storage.producer_id_manager import ProducerIdManager
-from storage.unified_log import UnifiedLog
+from minikafka.storage.clock import Clock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.producer_id_manager import ProducerIdManager
+from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger(__name__)
 

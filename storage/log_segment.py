@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from protocol.errors import CorruptMessageError
-from protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
-from storage.file_records import FileRecords
-from storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
-from storage.producer_state import CompletedTxn, ProducerStateManager
-from storage.transaction_index import AbortedTransaction, TransactionIndex
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
+from minikafka.storage.file_records import FileRecords
+from minikafka.storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
+from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
+from minikafka.storage.transaction_index import AbortedTransaction, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     CorruptMessageError,
     InvalidRecordError,
     InvalidTimestampError,
     MessageTooLargeError,
     RecordListTooLargeError,
 )
-from protocol.records import LOG_OVERHEAD, CompressionType, RecordBatch, TimestampType, build_batch, iter_batches
-from storage.config_def import LONG_MAX
-from storage.log_config import LogConfig
+from minikafka.protocol.records import (
+    LOG_OVERHEAD,
+    CompressionType,
+    RecordBatch,
+    TimestampType,
+    build_batch,
+    iter_batches,
+)
+from minikafka.storage.config_def import LONG_MAX
+from minikafka.storage.log_config import LogConfig
 
 MAGIC_V2 = 2
 #: topic `compression.type` -> the codec appended batches are stored in ("producer": as received)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from storage.checkpoint import atomic_write
+from minikafka.storage.checkpoint import atomic_write
 
 PRODUCER_ID_BLOCK_FILE = "producer-id-block"
 BLOCK_SIZE = 1000

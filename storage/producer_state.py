@@ -22,21 +22,21 @@ from pathlib import Path
 
 import crc32c
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     CorruptMessageError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
-from protocol.records import (
+from minikafka.protocol.records import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
     RecordBatch,
     parse_control_record_type,
     parse_end_txn_marker_coordinator_epoch,
 )
-from storage.checkpoint import atomic_write
+from minikafka.storage.checkpoint import atomic_write
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOT_VERSION = 1

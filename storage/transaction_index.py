@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from storage.indexes import IndexCorruptError
+from minikafka.storage.indexes import IndexCorruptError
 
 TXN_INDEX_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")

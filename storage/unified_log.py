@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import KafkaStorageError, OffsetOutOfRangeError
-from protocol.records import (
+from minikafka.protocol.errors import KafkaStorageError, OffsetOutOfRangeError
+from minikafka.protocol.records import (
     RecordBatch,
     TimestampType,
     build_control_batch,
@@ -26,14 +26,14 @@ from protocol.records import (
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
-from storage.checkpoint import fsync_dir
-from storage.clock import Clock, SystemClock
-from storage.log_config import LogConfig
-from storage.log_loader import LogLoader
-from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
-from storage.log_validator import LogValidator
-from storage.producer_state import ProducerStateManager
-from storage.transaction_index import AbortedTransaction
+from minikafka.storage.checkpoint import fsync_dir
+from minikafka.storage.clock import Clock, SystemClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_loader import LogLoader
+from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from minikafka.storage.log_validator import LogValidator
+from minikafka.storage.producer_state import ProducerStateManager
+from minikafka.storage.transaction_index import AbortedTransaction
 
 logger = logging.getLogger(__name__)
 

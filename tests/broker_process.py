@@ -23,7 +23,7 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """Starts `python -m broker serve` with a data dir and overrides; restartable on the same port/dir."""
+    """Starts `python -m minikafka.broker serve` with a data dir and overrides; restartable on the same port/dir."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
@@ -43,7 +43,7 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 30.0) -> None:
-        args = [sys.executable, "-m", "broker", "serve"]
+        args = [sys.executable, "-m", "minikafka.broker", "serve"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process

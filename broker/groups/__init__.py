@@ -1,1 +1,1 @@
-"""broker.groups package."""
+"""minikafka.broker.groups package."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
+from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
 
 GROUP_CONFIG_DEF = ConfigDef(
     [

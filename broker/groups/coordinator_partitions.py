@@ -12,10 +12,10 @@ import asyncio
 import logging
 from typing import ClassVar
 
-from broker.groups.coordinator_records import partition_for
-from broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minikafka.broker.groups.coordinator_records import partition_for
+from minikafka.broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from broker.groups.coordinator_record_reader import CoordinatorRecordReader
+from minikafka.broker.groups.coordinator_record_reader import CoordinatorRecordReader
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2

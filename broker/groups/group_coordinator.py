@@ -14,26 +14,26 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from broker.groups.config import GroupConfig
-from broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
-from broker.groups.group_metadata_manager import GroupMetadataManager
-from broker.groups.group_offsets import GroupOffsets
-from broker.groups.group_rebalancer import GroupRebalancer
-from broker.groups.join_sync_messages import (
+from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+from minikafka.broker.groups.group_offsets import GroupOffsets
+from minikafka.broker.groups.group_rebalancer import GroupRebalancer
+from minikafka.broker.groups.join_sync_messages import (
     JoinCallback,
     JoinGroupRequestData,
     JoinGroupResult,
     SyncCallback,
     SyncGroupResult,
 )
-from broker.groups.offsets_topic import ReplicaOffsetsTopic
-from broker.groups.scheduler import Cancellable, LoopScheduler, Scheduler
-from protocol.errors import ErrorCode
-from storage.clock import Clock
+from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
+from minikafka.broker.groups.scheduler import Cancellable, LoopScheduler, Scheduler
+from minikafka.protocol.errors import ErrorCode
+from minikafka.storage.clock import Clock
 
 if TYPE_CHECKING:
-    from broker.admin_manager import AdminManager
-    from broker.replica_manager import ReplicaManager
+    from minikafka.broker.admin_manager import AdminManager
+    from minikafka.broker.replica_manager import ReplicaManager
 
 __all__ = ["GroupCoordinator", "JoinGroupRequestData", "JoinGroupResult", "SyncGroupResult"]
 

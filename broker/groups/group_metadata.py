@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

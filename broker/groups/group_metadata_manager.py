@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from broker.groups.config import GroupConfig
-from broker.groups.coordinator_partitions import CoordinatorPartitions
-from broker.groups.coordinator_records import (
+from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.coordinator_partitions import CoordinatorPartitions
+from minikafka.broker.groups.coordinator_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,
@@ -26,17 +26,17 @@ from broker.groups.coordinator_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from broker.groups.group_metadata import (
+from minikafka.broker.groups.group_metadata import (
     GroupMetadata,
     GroupState,
     MemberMetadata,
     OffsetAndMetadata,
 )
-from broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
-from broker.groups.pending_txn_offsets import PendingTxnOffsets
-from protocol.errors import ErrorCode
-from protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
-from storage.clock import Clock
+from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
+from minikafka.broker.groups.pending_txn_offsets import PendingTxnOffsets
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
+from minikafka.storage.clock import Clock
 
 log = logging.getLogger(__name__)
 

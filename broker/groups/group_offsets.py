@@ -10,12 +10,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
-from broker.groups.offsets_topic import TxnProducer
-from protocol.errors import ErrorCode
+from minikafka.broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
+from minikafka.broker.groups.offsets_topic import TxnProducer
+from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.groups.group_coordinator import GroupCoordinator
 
 TopicPartition = tuple[str, int]
 

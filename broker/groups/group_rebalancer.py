@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
-from broker.groups.join_sync_messages import JoinGroupResult, SyncGroupResult
-from broker.groups.scheduler import Cancellable
-from protocol.errors import ErrorCode
+from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from minikafka.broker.groups.join_sync_messages import JoinGroupResult, SyncGroupResult
+from minikafka.broker.groups.scheduler import Cancellable
+from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.groups.group_coordinator import GroupCoordinator
 
 
 class GroupRebalancer:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.groups.group_metadata import GroupMetadata, MemberMetadata
-from protocol.errors import ErrorCode
+from minikafka.broker.groups.group_metadata import GroupMetadata, MemberMetadata
+from minikafka.protocol.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)

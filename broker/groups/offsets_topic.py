@@ -14,12 +14,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from protocol.errors import TopicAlreadyExistsError
-from protocol.records import Record, RecordBatch, build_batch, iter_batches
+from minikafka.protocol.errors import TopicAlreadyExistsError
+from minikafka.protocol.records import Record, RecordBatch, build_batch, iter_batches
 
 if TYPE_CHECKING:
-    from broker.admin_manager import AdminManager
-    from broker.replica_manager import ReplicaManager
+    from minikafka.broker.admin_manager import AdminManager
+    from minikafka.broker.replica_manager import ReplicaManager
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -128,7 +128,7 @@ class ReplicaOffsetsTopic:
         return (int(entry.last_sequence) + 1) & 0x7FFFFFFF
 
     def read(self, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int]:
-        from broker.replica_manager import FetchPartitionRequest
+        from minikafka.broker.replica_manager import FetchPartitionRequest
 
         request = FetchPartitionRequest(self.name, partition, offset, max_bytes)
         reads, _total = self.replica_manager.read_partitions([request], max_bytes, 0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from broker.groups.group_metadata import OffsetAndMetadata
+from minikafka.broker.groups.group_metadata import OffsetAndMetadata
 
 TopicPartition = tuple[str, int]
 

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import Protocol
 
-from storage.clock import FakeClock
+from minikafka.storage.clock import FakeClock
 
 
 class Cancellable(Protocol):

@@ -1,1 +1,1 @@
-"""broker.handlers package."""
+"""minikafka.broker.handlers package."""

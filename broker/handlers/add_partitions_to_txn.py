@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 
 def fenced_for(error: ErrorCode, api_version: int, since_version: int = 2) -> ErrorCode:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
+from minikafka.protocol.messages import response_class
 
 NewConfigs = Callable[[BrokerContext, str, Any], dict[str, str]]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.context import BrokerContext
-from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 # KIP-511: alphanumerics, with '.' and '-' allowed inside.
 _SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.context import BrokerContext
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.messages import response_class
 
 log = logging.getLogger(__name__)
 

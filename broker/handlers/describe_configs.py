@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, InvalidRequestError, KafkaError
-from protocol.messages import response_class
-from storage.log_config import ConfigEntry
+from minikafka.broker.context import BrokerContext
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from minikafka.protocol.messages import response_class
+from minikafka.storage.log_config import ConfigEntry
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4

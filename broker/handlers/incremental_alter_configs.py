@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.dynamic_config import config_key
-from broker.handlers.alter_configs import alter_resources
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import InvalidConfigError, InvalidRequestError
-from storage.config_def import ConfigType
-from storage.log_config import TOPIC_CONFIG_DEF, LogConfig
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.dynamic_config import config_key
+from minikafka.broker.handlers.alter_configs import alter_resources
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
+from minikafka.storage.config_def import ConfigType
+from minikafka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.handlers.add_partitions_to_txn import fenced_for
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.handlers.add_partitions_to_txn import fenced_for
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 MAX_EPOCH = 32_767
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 CLIENT_HOST = "/127.0.0.1"
 

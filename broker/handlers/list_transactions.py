@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.transactions.transaction_metadata import TransactionState
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.transactions.transaction_metadata import TransactionState
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.messages import response_class
 
 _STATE_NAMES = {state.state_name for state in TransactionState}
 

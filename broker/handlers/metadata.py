@@ -6,14 +6,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.admin_manager import INTERNAL_TOPICS
-from broker.context import BrokerContext
-from broker.replica_manager import LEADER_EPOCH
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import response_class
-from storage.log_manager import TopicMetadata
+from minikafka.broker.admin_manager import INTERNAL_TOPICS
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.messages import response_class
+from minikafka.storage.log_manager import TopicMetadata
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:

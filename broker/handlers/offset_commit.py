@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.groups.group_offsets import CommitRequest
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.groups.group_offsets import CommitRequest
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 
 def split_unknown_partitions(

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from broker.context import BrokerContext
-from broker.groups.group_metadata import OffsetAndMetadata
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode
-from protocol.messages import response_class
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.groups.group_metadata import OffsetAndMetadata
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
 
 Fetched = dict[str, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]
 

@@ -13,13 +13,13 @@ import logging
 import struct
 from typing import Any
 
-from broker.admin_manager import INTERNAL_TOPICS
-from broker.context import BrokerContext
-from broker.network import CloseConnection
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import response_class
+from minikafka.broker.admin_manager import INTERNAL_TOPICS
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.network import CloseConnection
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.messages import response_class
 
 log = logging.getLogger(__name__)
 

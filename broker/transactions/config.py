@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least
+from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least
 
 TRANSACTION_CONFIG_DEF = ConfigDef(
     [

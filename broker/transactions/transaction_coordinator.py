@@ -15,10 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from broker.groups.scheduler import Cancellable, Scheduler
-from broker.transactions.config import TransactionConfig
-from broker.transactions.transaction_marker_writer import TxnMarkerWriter
-from broker.transactions.transaction_metadata import (
+from minikafka.broker.groups.scheduler import Cancellable, Scheduler
+from minikafka.broker.transactions.config import TransactionConfig
+from minikafka.broker.transactions.transaction_marker_writer import TxnMarkerWriter
+from minikafka.broker.transactions.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,
@@ -26,9 +26,9 @@ from broker.transactions.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
-from broker.transactions.transaction_state_manager import TransactionStateManager
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.clock import Clock
 
 log = logging.getLogger(__name__)
 

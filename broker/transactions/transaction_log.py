@@ -15,9 +15,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from broker.groups.coordinator_record_reader import CoordinatorRecordReader
-from broker.groups.coordinator_records import partition_for as partition_for  # the same rule as for a group id
-from broker.transactions.transaction_metadata import (
+from minikafka.broker.groups.coordinator_record_reader import CoordinatorRecordReader
+from minikafka.broker.groups.coordinator_records import (
+    partition_for as partition_for,  # the same rule as for a group id
+)
+from minikafka.broker.transactions.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from broker.groups.offsets_topic import OFFSETS_TOPIC
+from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
-    from broker.groups.group_coordinator import GroupCoordinator
-    from broker.replica_manager import ReplicaManager
+    from minikafka.broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.replica_manager import ReplicaManager
 
 
 class TxnMarkerWriter(Protocol):

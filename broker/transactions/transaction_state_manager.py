@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from broker.groups.coordinator_partitions import CoordinatorPartitions
-from broker.groups.offsets_topic import OffsetsTopic, iter_records
-from broker.transactions.config import TransactionConfig
-from broker.transactions.transaction_log import (
+from minikafka.broker.groups.coordinator_partitions import CoordinatorPartitions
+from minikafka.broker.groups.offsets_topic import OffsetsTopic, iter_records
+from minikafka.broker.transactions.config import TransactionConfig
+from minikafka.broker.transactions.transaction_log import (
     TRANSACTION_STATE_TOPIC,
     TransactionLogValue,
     decode_key,
@@ -20,9 +20,9 @@ from broker.transactions.transaction_log import (
     encode_key,
     encode_value,
 )
-from broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
-from protocol.errors import ErrorCode
-from storage.clock import Clock
+from minikafka.broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
+from minikafka.protocol.errors import ErrorCode
+from minikafka.storage.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 Sans-IO: bytes in, typed values out. No sockets, files, threads or asyncio.
 """
 
-from protocol.records.attributes import CompressionType, TimestampType
-from protocol.records.builder import (
+from minikafka.protocol.records.attributes import CompressionType, TimestampType
+from minikafka.protocol.records.builder import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
     build_batch,
@@ -12,8 +12,8 @@ from protocol.records.builder import (
     parse_control_record_type,
     parse_end_txn_marker_coordinator_epoch,
 )
-from protocol.records.compression import compress, decompress
-from protocol.records.record_batch import (
+from minikafka.protocol.records.compression import compress, decompress
+from minikafka.protocol.records.record_batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
@@ -24,7 +24,7 @@ from protocol.records.record_batch import (
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
-from protocol.records.varint import (
+from minikafka.protocol.records.varint import (
     decode_varint,
     decode_varlong,
     encode_varint,

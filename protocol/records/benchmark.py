@@ -1,4 +1,4 @@
-"""Micro-benchmark of the record-batch layer: ``.venv/bin/python -m protocol.records.benchmark [BATCHES]``.
+"""Micro-benchmark of the record-batch layer: ``.venv/bin/python -m minikafka.protocol.records.benchmark [BATCHES]``.
 
 Workload as in kafka-protocol-notes §4.5: batches of 1,000 records, 10-byte key, 64-byte value,
 one header, uncompressed unless stated. Prints records per second for each path.
@@ -11,10 +11,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from protocol.records.attributes import CompressionType
-from protocol.records.builder import build_batch
-from protocol.records.record import Record
-from protocol.records.record_batch import RecordBatch, iter_batches
+from minikafka.protocol.records.attributes import CompressionType
+from minikafka.protocol.records.builder import build_batch
+from minikafka.protocol.records.record import Record
+from minikafka.protocol.records.record_batch import RecordBatch, iter_batches
 
 RECORDS_PER_BATCH = 1000
 

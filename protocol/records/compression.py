@@ -15,8 +15,8 @@ import struct
 
 import cramjam
 
-from protocol.errors import CorruptMessageError
-from protocol.records.attributes import CompressionType
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.attributes import CompressionType
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)

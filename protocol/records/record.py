@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import CorruptMessageError
-from protocol.records.varint import decode_varint, decode_varlong, write_varint
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.varint import decode_varint, decode_varlong, write_varint
 
 _Buffer = bytes | bytearray | memoryview
 

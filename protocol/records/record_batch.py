@@ -10,7 +10,7 @@ The CRC (CRC-32C) covers bytes 21..end, so the broker patches baseOffset and par
 without recomputing it. Header fields are read lazily with ``struct.unpack_from`` straight from
 the caller's buffer, so a view always reflects in-place patches made after it was created.
 
-Decode speed, measured with ``.venv/bin/python -m protocol.records.benchmark 200`` (200 batches x
+Decode speed, measured with ``.venv/bin/python -m minikafka.protocol.records.benchmark 200`` (200 batches x
 1,000 records, 10-byte key, 64-byte value, 1 header; best of 3; shared 2-vCPU EPYC, CPython 3.11):
 
 * ``records()`` via aiokafka's Cython ``DefaultRecordBatch`` -> ``Record``: 1.03 M rec/s
@@ -30,8 +30,8 @@ from collections.abc import Iterator
 
 import crc32c
 
-from protocol.errors import CorruptMessageError
-from protocol.records.attributes import (
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.attributes import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     DELETE_HORIZON_FLAG_MASK,
@@ -40,8 +40,8 @@ from protocol.records.attributes import (
     CompressionType,
     TimestampType,
 )
-from protocol.records.compression import decompress
-from protocol.records.record import Record, decode_records, new_record, scan_keys
+from minikafka.protocol.records.compression import decompress
+from minikafka.protocol.records.record import Record, decode_records, new_record, scan_keys
 
 try:
     from aiokafka.record._crecords.default_records import DefaultRecordBatch as _CDefaultRecordBatch

@@ -7,7 +7,7 @@ indexes to ints (bytes, bytearray, memoryview) and return ``(value, next_positio
 
 from __future__ import annotations
 
-from protocol.errors import CorruptMessageError
+from minikafka.protocol.errors import CorruptMessageError
 
 _Buffer = bytes | bytearray | memoryview
 

@@ -7,7 +7,7 @@ import struct
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
-from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
-from cleaner.config import CLEANER_CONFIG_DEF
-from protocol.errors import InvalidConfigError
-from storage.config_def import format_value
-from storage.log_config import TOPIC_CONFIG_DEF, TOPIC_TO_BROKER_SYNONYM
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.cleaner.config import CLEANER_CONFIG_DEF
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.config_def import format_value
+from minikafka.storage.log_config import TOPIC_CONFIG_DEF, TOPIC_TO_BROKER_SYNONYM
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_PROPERTIES = REPO / "config" / "server.properties"
@@ -63,7 +63,7 @@ def test_bad_value_names_key_value_and_rule(key: str, value: str, rule: str) -> 
 
 def test_broker_refuses_to_start_on_a_bad_value(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--override", f"log.dirs={tmp_path}",
+        [sys.executable, "-m", "minikafka.broker", "serve", "--override", f"log.dirs={tmp_path}",
          "--override", "log.segment.bytes=-5"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )

@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_manager import AdminManager
-from broker.config import KafkaConfig
-from broker.dynamic_config import (
+from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.config import KafkaConfig
+from minikafka.broker.dynamic_config import (
     DYNAMIC_BROKER_CONFIG_FILE,
     DYNAMIC_DEFAULT_CONFIG_FILE,
     SOURCE_DYNAMIC_BROKER_CONFIG,
     SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
     DynamicBrokerConfig,
 )
-from cleaner.log_cleaner import LogCleaner
-from protocol.errors import InvalidRequestError
-from storage.clock import FakeClock
-from storage.log_config import SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG
-from storage.log_manager import LogManager
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.protocol.errors import InvalidRequestError
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG
+from minikafka.storage.log_manager import LogManager
 
 MIB = 1024 * 1024
 

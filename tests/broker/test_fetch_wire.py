@@ -10,7 +10,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from protocol.records import Record, RecordBatch, build_batch, iter_batches
+from minikafka.protocol.records import Record, RecordBatch, build_batch, iter_batches
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
 

@@ -13,15 +13,15 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from broker.handlers import fetch as fetch_handler
-from broker.handlers import list_offsets as list_offsets_handler
-from broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
-from protocol.api_keys import ApiKey
-from protocol.connection import RequestReceived
-from protocol.messages import encode_response
-from protocol.records import Record, build_batch, iter_batches
-from storage.clock import FakeClock
-from storage.log_manager import LogManager
+from minikafka.broker.handlers import fetch as fetch_handler
+from minikafka.broker.handlers import list_offsets as list_offsets_handler
+from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.messages import encode_response
+from minikafka.protocol.records import Record, build_batch, iter_batches
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import LogManager
 
 T0 = 1_700_000_000_000
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1

@@ -3,10 +3,10 @@ reading records of a real `UnifiedLog` (fixtures `clock` and `log_manager` are i
 
 from __future__ import annotations
 
-from cleaner.config import CleanerConfig
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.config import CleanerConfig
+from minikafka.protocol.records import Record, iter_batches
+from minikafka.protocol.records.builder import build_batch
+from minikafka.storage.unified_log import UnifiedLog
 
 T0 = 1_700_000_000_000
 COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.clock import FakeClock
-from storage.log_manager import LogManager
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import LogManager
 from tests.cleaner.compacted_log import T0
 
 

@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleaner.cleaner import Cleaner, CleaningResult, LastProducerRecord
-from cleaner.log_to_clean import LogToClean
-from cleaner.offset_map import OffsetMap
-from protocol.records import CompressionType, Record, RecordBatch, TimestampType
-from protocol.records.builder import build_batch, build_control_batch
-from storage.clock import FakeClock
-from storage.log_segment import CLEANED_SUFFIX, LogSegment
-from storage.transaction_index import AbortedTransaction
+from minikafka.cleaner.cleaner import Cleaner, CleaningResult, LastProducerRecord
+from minikafka.cleaner.log_to_clean import LogToClean
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.protocol.records import CompressionType, Record, RecordBatch, TimestampType
+from minikafka.protocol.records.builder import build_batch, build_control_batch
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
+from minikafka.storage.transaction_index import AbortedTransaction
 
 KeyValue = tuple[bytes | None, bytes | None]
 

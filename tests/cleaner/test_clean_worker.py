@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.clean_worker import CleanWorker, CleanWorkerCrashedError, GroupDone
-from cleaner.cleaner import CleanedGroup
-from cleaner.cleaner_manager import LogCleaningAbortedError
-from cleaner.config import CleanerConfig
-from cleaner.log_cleaner import LogCleaner
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
-from storage.clock import FakeClock
-from storage.log_manager import LogManager
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.clean_worker import CleanWorker, CleanWorkerCrashedError, GroupDone
+from minikafka.cleaner.cleaner import CleanedGroup
+from minikafka.cleaner.cleaner_manager import LogCleaningAbortedError
+from minikafka.cleaner.config import CleanerConfig
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.protocol.records import Record, iter_batches
+from minikafka.protocol.records.builder import build_batch
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.unified_log import UnifiedLog
 
 T0 = 1_700_000_000_000
 #: small segments so one round makes several groups; tombstones get a horizon on the first clean

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.cleaner import LastProducerRecord
-from cleaner.log_to_clean import LogToClean, cleanable_offsets
-from protocol.records import CompressionType, RecordBatch
-from storage.clock import FakeClock
+from minikafka.cleaner.cleaner import LastProducerRecord
+from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets
+from minikafka.protocol.records import CompressionType, RecordBatch
+from minikafka.storage.clock import FakeClock
 from tests.cleaner.segment_log import SegmentLog, TopicConfig, kv, make_cleaner
 
 T0 = 1_700_000_000_000
@@ -117,7 +117,7 @@ def test_S9_partial_offset_map(tmp_path: Path, clock: FakeClock) -> None:
         log.append(kv(f"k{i}=v"))
     log.roll()
     cleaner = make_cleaner(clock, slots=3, load_factor=0.75)
-    from cleaner.cleaner_stats import CleanerStats
+    from minikafka.cleaner.cleaner_stats import CleanerStats
 
     stats = CleanerStats()
     cleaner.build_offset_map(log.segments, 2, 5, stats)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.cleaner import LastProducerRecord, group_segments_by_size
-from cleaner.log_to_clean import cleanable_offsets, max_compaction_delay_ms
-from protocol.records import RecordBatch
-from storage.clock import FakeClock
+from minikafka.cleaner.cleaner import LastProducerRecord, group_segments_by_size
+from minikafka.cleaner.log_to_clean import cleanable_offsets, max_compaction_delay_ms
+from minikafka.protocol.records import RecordBatch
+from minikafka.storage.clock import FakeClock
 from tests.cleaner.segment_log import SegmentLog, TopicConfig, kv, make_cleaner
 
 T0 = 1_700_000_000_000
@@ -253,8 +253,8 @@ def test_S41_grouping_by_index_size_and_output_names(tmp_path: Path, clock: Fake
 
 
 def _one_more(segment: object) -> tuple[bytes, int, int, int]:
-    from protocol.records import Record
-    from protocol.records.builder import build_batch
+    from minikafka.protocol.records import Record
+    from minikafka.protocol.records.builder import build_batch
 
     assert hasattr(segment, "next_offset")
     offset = segment.next_offset
@@ -314,8 +314,8 @@ def test_S43_one_empty_batch_survives_when_a_group_is_all_obsolete(tmp_path: Pat
             cleaner.offset_map.put(f"k{segment}-{i}".encode(), 10_000)
     for segment in log.segments[:3]:
         assert segment.size_bytes > 0
-    from cleaner.cleaner_stats import CleanerStats
-    from cleaner.transaction_metadata import CleanedTransactionMetadata
+    from minikafka.cleaner.cleaner_stats import CleanerStats
+    from minikafka.cleaner.transaction_metadata import CleanedTransactionMetadata
 
     group = cleaner._clean_segments(log.segments[:3], clock.time_ms(), log.config, CleanerStats(),
                                     CleanedTransactionMetadata(), {}, 30, lambda a, b: ())

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cleaner.cleaner import Cleaner, LastProducerRecord
-from cleaner.log_to_clean import LogToClean, cleanable_offsets
-from cleaner.offset_map import OffsetMap
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
-from storage.clock import FakeClock
-from storage.log_config import LogConfig
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.cleaner import Cleaner, LastProducerRecord
+from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.protocol.records import Record, iter_batches
+from minikafka.protocol.records.builder import build_batch
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.unified_log import UnifiedLog
 
 T0 = 1_700_000_000_000
 

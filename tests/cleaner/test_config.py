@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from cleaner.config import CLEANER_CONFIG_DEF, DOUBLE_MAX, LONG_MAX, CleanerConfig
-from protocol.errors import InvalidConfigError
+from minikafka.cleaner.config import CLEANER_CONFIG_DEF, DOUBLE_MAX, LONG_MAX, CleanerConfig
+from minikafka.protocol.errors import InvalidConfigError
 
 
 def test_defaults_are_kafkas() -> None:

@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from cleaner.cleaner_manager import CleaningState
-from cleaner.config import CleanerConfig
-from cleaner.log_cleaner import LogCleaner
-from cleaner.throttler import Throttler
-from protocol.records import iter_batches
-from storage.clock import FakeClock
-from storage.log_manager import LogManager
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.cleaner_manager import CleaningState
+from minikafka.cleaner.config import CleanerConfig
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.cleaner.throttler import Throttler
+from minikafka.protocol.records import iter_batches
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.unified_log import UnifiedLog
 from tests.cleaner.compacted_log import COMPACT, SMALL, T0, produce
 from tests.cleaner.compacted_log import read_all as latest
 
@@ -39,7 +39,7 @@ def test_round_cleans_checkpoints_and_logs_kafka_stats(log_manager: LogManager, 
     (log,) = make_topic(log_manager, "t")
     fill_with_duplicates(log)
     cleaner = LogCleaner(log_manager, SMALL, clock)
-    with caplog.at_level(logging.INFO, logger="cleaner.log_cleaner"):
+    with caplog.at_level(logging.INFO, logger="minikafka.cleaner.log_cleaner"):
         assert cleaner.run_once(cleaner.workers[0]) is True
     assert latest(log) == [(8 + i, b"k%d" % i, b"v2") for i in range(4)] + [(12, b"tail", b"x")]
     assert log_manager.cleaner_offset_checkpoint.read() == {("t", 0): 12}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cleaner.manager import PartitionView, grab_filthiest_compacted_log
+from minikafka.cleaner.manager import PartitionView, grab_filthiest_compacted_log
 
 T0 = 1_700_000_000_000
 LONG_MAX = 2**63 - 1

@@ -8,7 +8,7 @@ from hashlib import blake2b
 
 import pytest
 
-from cleaner.offset_map import (
+from minikafka.cleaner.offset_map import (
     FINGERPRINT_BITS,
     KAFKA_SLOT_BYTES,
     MAX_RELATIVE_OFFSET,
@@ -221,7 +221,7 @@ class _CraftedHash:
 
 @pytest.fixture
 def crafted(monkeypatch: pytest.MonkeyPatch) -> type[_CraftedHash]:
-    import cleaner.offset_map as module
+    import minikafka.cleaner.offset_map as module
 
     _CraftedHash.digests = {}
     monkeypatch.setattr(module, "blake2b", _CraftedHash)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.offset_map import OffsetMap
-from cleaner.record_codec import decode_records, encode_batch
-from protocol.records import CompressionType, Record, RecordBatch, TimestampType
-from protocol.records.builder import build_batch, build_control_batch
-from storage.clock import FakeClock
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.cleaner.record_codec import decode_records, encode_batch
+from minikafka.protocol.records import CompressionType, Record, RecordBatch, TimestampType
+from minikafka.protocol.records.builder import build_batch, build_control_batch
+from minikafka.storage.clock import FakeClock
 from tests.cleaner.segment_log import SegmentLog, make_cleaner
 
 
@@ -168,7 +168,7 @@ def _random_log(directory: Path, seed: int) -> tuple[SegmentLog, set[int]]:
 def test_map_pass_deduplication_matches_a_naive_map_and_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dedupe_keys: int, slots: int
 ) -> None:
-    import cleaner.cleaner as cleaner_module
+    import minikafka.cleaner.cleaner as cleaner_module
 
     monkeypatch.setattr(cleaner_module, "_DEDUPE_KEYS", dedupe_keys)
     log, aborted = _random_log(tmp_path / "a", 5)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from cleaner.config import CleanerConfig
-from cleaner.log_cleaner import LogCleaner
-from protocol.records import iter_batches
-from storage.clock import FakeClock
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
-from storage.log_segment import LogSegment
-from storage.unified_log import UnifiedLog
+from minikafka.cleaner.config import CleanerConfig
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.protocol.records import iter_batches
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.log_segment import LogSegment
+from minikafka.storage.unified_log import UnifiedLog
 from tests.cleaner.compacted_log import COMPACT, SMALL, T0, produce, read_all
 
 HOUR_MS = 3_600_000
@@ -270,7 +270,7 @@ def test_S47_deleted_partition_leaves_the_checkpoint(log_manager: LogManager, cl
 
 
 def test_S47_malformed_checkpoint_takes_the_log_dir_offline(log_manager: LogManager, clock: FakeClock) -> None:
-    from protocol.errors import KafkaStorageError
+    from minikafka.protocol.errors import KafkaStorageError
 
     log_manager.create_topic("t", 2, COMPACT)
     logs = [log_manager.get_log("t", p) for p in range(2)]
@@ -400,7 +400,7 @@ def test_S52_corrupt_batch_header_makes_the_partition_uncleanable(
 
 def test_S54_dead_threads_counted_and_revived_by_reconfiguration(log_manager: LogManager,
                                                                  clock: FakeClock) -> None:
-    from protocol.errors import InvalidConfigError
+    from minikafka.protocol.errors import InvalidConfigError
 
     config = CleanerConfig(dedupe_buffer_size=16 * 1024 * 1024, backoff_ms=10, threads=2)
     cleaner = LogCleaner(log_manager, config, clock)

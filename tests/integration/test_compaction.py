@@ -181,7 +181,7 @@ def test_minikafka_compact_cli_end_to_end(broker_factory: BrokerFactory) -> None
     admin_url = f"http://127.0.0.1:{broker.metrics_port}"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "broker", "compact", *args, "--admin-url", admin_url],
+        return subprocess.run([sys.executable, "-m", "minikafka.broker", "compact", *args, "--admin-url", admin_url],
                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
 
     done = cli(topic, "--partition", "0", "--wait")

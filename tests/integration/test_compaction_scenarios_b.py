@@ -16,9 +16,9 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka.protocol.admin.topics import DeleteRecordsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from protocol.errors import ErrorCode
-from protocol.records import Record, build_batch
-from protocol.records.attributes import CompressionType
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.records import Record, build_batch
+from minikafka.protocol.records.attributes import CompressionType
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, scrape, wait_for

@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafka.protocol.consumer.fetch import FetchRequest
 
-from cleaner.offset_map import OffsetMap
-from protocol.records import Record, RecordBatch, build_batch, iter_batches
+from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.protocol.records import Record, RecordBatch, build_batch, iter_batches
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, scrape, wait_for

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from protocol.records import CompressionType
+from minikafka.protocol.records import CompressionType
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import CODECS, create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, scrape, wait_for

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from kafka.protocol.consumer.fetch import FetchRequest
 
-from protocol.records import RecordBatch, iter_batches
+from minikafka.protocol.records import RecordBatch, iter_batches
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, produce, wait_for

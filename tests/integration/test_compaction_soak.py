@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from protocol.records import Record, build_batch
+from minikafka.protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, scrape, wait_for

@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 )
 from kafka.protocol.admin import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import checkpoint_of, consume_all, produce, scrape, wait_for

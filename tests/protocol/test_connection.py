@@ -11,9 +11,9 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from protocol.api_keys import ApiKey
-from protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
-from protocol.errors import ProtocolError
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
+from minikafka.protocol.errors import ProtocolError
 
 
 def frame(request: object, correlation_id: int = 7, client_id: str = "test") -> bytes:

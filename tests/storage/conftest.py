@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import Record
-from protocol.records.builder import build_batch
-from storage.clock import FakeClock
-from storage.log_config import LogConfig
-from storage.unified_log import UnifiedLog
+from minikafka.protocol.records import Record
+from minikafka.protocol.records.builder import build_batch
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.unified_log import UnifiedLog
 
 T0 = 1_700_000_000_000
 

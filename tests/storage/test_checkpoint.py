@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import KafkaStorageError
-from storage.checkpoint import OffsetCheckpointFile
+from minikafka.protocol.errors import KafkaStorageError
+from minikafka.storage.checkpoint import OffsetCheckpointFile
 
 
 def test_round_trip_and_format(tmp_path: Path) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import InvalidConfigError
-from storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between, in_set, list_of
-from storage.log_config import TOPIC_CONFIG_DEF, TOPIC_TO_BROKER_SYNONYM, LogConfig
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between, in_set, list_of
+from minikafka.storage.log_config import TOPIC_CONFIG_DEF, TOPIC_TO_BROKER_SYNONYM, LogConfig
 
 EXPECTED_TOPIC_KEYS = {
     "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",

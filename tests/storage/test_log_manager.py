@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicExceptionError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from storage.checkpoint import OffsetCheckpointFile
-from storage.clock import FakeClock
-from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+from minikafka.storage.checkpoint import OffsetCheckpointFile
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from tests.storage.conftest import batch
 
 

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from protocol.records import iter_batches
-from storage.clock import FakeClock
-from storage.log_config import LogConfig
-from storage.unified_log import UnifiedLog
+from minikafka.protocol.records import iter_batches
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.unified_log import UnifiedLog
 from tests.storage.conftest import T0, batch
 
 CONFIG = LogConfig.from_props({"segment.bytes": "400", "index.interval.bytes": "64"})

@@ -8,9 +8,9 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
-from storage.producer_id_manager import ProducerIdManager
-from storage.producer_state import ProducerStateManager
+from minikafka.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from minikafka.storage.producer_id_manager import ProducerIdManager
+from minikafka.storage.producer_state import ProducerStateManager
 from tests.storage.conftest import LogFactory, batch
 
 PID = 4000

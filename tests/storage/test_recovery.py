@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import Record, iter_batches
-from protocol.records.builder import build_batch
-from storage.clock import FakeClock
-from storage.log_config import LogConfig
-from storage.log_segment import LogSegment
-from storage.unified_log import UnifiedLog
+from minikafka.protocol.records import Record, iter_batches
+from minikafka.protocol.records.builder import build_batch
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_segment import LogSegment
+from minikafka.storage.unified_log import UnifiedLog
 from tests.storage.conftest import T0, LogFactory, batch
 
 

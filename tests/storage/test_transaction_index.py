@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from storage.indexes import IndexCorruptError
-from storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
-from storage.producer_state import CompletedTxn
-from storage.transaction_index import ENTRY_SIZE_BYTES, AbortedTransaction, TransactionIndex
+from minikafka.storage.indexes import IndexCorruptError
+from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from minikafka.storage.producer_state import CompletedTxn
+from minikafka.storage.transaction_index import ENTRY_SIZE_BYTES, AbortedTransaction, TransactionIndex
 
 
 def _index(tmp_path: Path, start_offset: int = 0) -> TransactionIndex:

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     CorruptMessageError,
     InvalidRecordError,
     InvalidTimestampError,
@@ -14,8 +14,8 @@ from protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from protocol.records import CompressionType, RecordBatch, TimestampType, iter_batches
-from storage.clock import FakeClock
+from minikafka.protocol.records import CompressionType, RecordBatch, TimestampType, iter_batches
+from minikafka.storage.clock import FakeClock
 from tests.storage.conftest import T0, LogFactory, batch
 
 

@@ -6,17 +6,17 @@ import os
 
 import pytest
 
-from protocol.errors import (
+from minikafka.protocol.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTxnStateError,
     TransactionCoordinatorFencedError,
 )
-from protocol.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, iter_batches, parse_control_record_type
-from protocol.records.builder import build_control_batch
-from storage.producer_state import ProducerStateManager
-from storage.transaction_index import AbortedTransaction
-from storage.unified_log import UnifiedLog
+from minikafka.protocol.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, iter_batches, parse_control_record_type
+from minikafka.protocol.records.builder import build_control_batch
+from minikafka.storage.producer_state import ProducerStateManager
+from minikafka.storage.transaction_index import AbortedTransaction
+from minikafka.storage.unified_log import UnifiedLog
 from tests.storage.conftest import T0, LogFactory, batch
 
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from broker.groups import coordinator_records as records
+from minikafka.broker.groups import coordinator_records as records
 
 
 def test_offset_commit_key_v1_layout() -> None:

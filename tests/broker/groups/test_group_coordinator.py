@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from broker.groups.config import GroupConfig
-from broker.groups.group_coordinator import GroupCoordinator
-from broker.groups.group_metadata import GroupState
-from broker.groups.group_metadata_manager import GroupMetadataManager
-from broker.groups.group_offsets import CommitRequest, GroupOffsets
-from broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult, SyncGroupResult
-from broker.groups.offsets_topic import MemoryOffsetsTopic
-from broker.groups.scheduler import ManualScheduler
-from protocol.errors import ErrorCode
-from storage.clock import FakeClock
+from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.groups.group_metadata import GroupState
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+from minikafka.broker.groups.group_offsets import CommitRequest, GroupOffsets
+from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult, SyncGroupResult
+from minikafka.broker.groups.offsets_topic import MemoryOffsetsTopic
+from minikafka.broker.groups.scheduler import ManualScheduler
+from minikafka.protocol.errors import ErrorCode
+from minikafka.storage.clock import FakeClock
 
 PROTOCOLS = [("range", b"\x00\x00\x00\x00\x00\x01\x00\x01t")]
 

@@ -3,10 +3,10 @@ member checks, and the replay of transactional batches with their markers when `
 
 from __future__ import annotations
 
-from broker.groups.group_offsets import CommitRequest
-from broker.groups.offsets_topic import MemoryOffsetsTopic, TxnProducer
-from protocol.errors import ErrorCode
-from protocol.records import build_control_batch, iter_batches
+from minikafka.broker.groups.group_offsets import CommitRequest
+from minikafka.broker.groups.offsets_topic import MemoryOffsetsTopic, TxnProducer
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.records import build_control_batch, iter_batches
 from tests.broker.groups.test_group_coordinator import Harness
 
 TP = ("t", 0)

@@ -8,20 +8,20 @@ import itertools
 
 import pytest
 
-from broker.groups.offsets_topic import MemoryOffsetsTopic
-from broker.groups.scheduler import ManualScheduler
-from broker.transactions.config import TransactionConfig
-from broker.transactions.transaction_coordinator import InitProducerIdResult, TransactionCoordinator
-from broker.transactions.transaction_log import decode_key, decode_value
-from broker.transactions.transaction_metadata import (
+from minikafka.broker.groups.offsets_topic import MemoryOffsetsTopic
+from minikafka.broker.groups.scheduler import ManualScheduler
+from minikafka.broker.transactions.config import TransactionConfig
+from minikafka.broker.transactions.transaction_coordinator import InitProducerIdResult, TransactionCoordinator
+from minikafka.broker.transactions.transaction_log import decode_key, decode_value
+from minikafka.broker.transactions.transaction_metadata import (
     InvalidTransitionError,
     TransactionMetadata,
     TransactionState,
     is_valid_transition,
 )
-from broker.transactions.transaction_state_manager import TransactionStateManager
-from protocol.errors import ErrorCode, KafkaStorageError
-from storage.clock import FakeClock
+from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
+from minikafka.protocol.errors import ErrorCode, KafkaStorageError
+from minikafka.storage.clock import FakeClock
 
 S = TransactionState
 

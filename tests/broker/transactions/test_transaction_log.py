@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.transactions.transaction_log import (
+from minikafka.broker.transactions.transaction_log import (
     decode_key,
     decode_value,
     encode_key,
     encode_value,
     partition_for,
 )
-from broker.transactions.transaction_metadata import TransactionState, TxnTransitMetadata
+from minikafka.broker.transactions.transaction_metadata import TransactionState, TxnTransitMetadata
 
 
 def transit(state: TransactionState, partitions: frozenset[tuple[str, int]] = frozenset()) -> TxnTransitMetadata:

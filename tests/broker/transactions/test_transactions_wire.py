@@ -13,8 +13,8 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
 )
 
-from protocol.errors import ErrorCode
-from protocol.records import Record, build_batch
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.records import Record, build_batch
 from tests.broker.test_fetch_wire import create_topic
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.records import Record
+from minikafka.protocol.records import Record
 
 SAMPLE_RECORDS = (
     Record(0, 1_700_000_000_000, b"k0", b"v0", (("trace", b"abc"), ("null", None))),

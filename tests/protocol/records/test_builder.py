@@ -8,9 +8,9 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder as Aiokafk
 from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
 
-from protocol.errors import CorruptMessageError
-from protocol.records import CompressionType, Record, RecordBatch, TimestampType
-from protocol.records.builder import build_batch, build_control_batch, parse_control_record_type
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import CompressionType, Record, RecordBatch, TimestampType
+from minikafka.protocol.records.builder import build_batch, build_control_batch, parse_control_record_type
 
 from .conftest import SAMPLE_RECORDS
 

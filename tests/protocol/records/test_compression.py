@@ -6,9 +6,9 @@ import struct
 import cramjam
 import pytest
 
-from protocol.errors import CorruptMessageError
-from protocol.records import CompressionType, compress, decompress
-from protocol.records.compression import XERIAL_MAGIC
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import CompressionType, compress, decompress
+from minikafka.protocol.records.compression import XERIAL_MAGIC
 
 PAYLOAD = b"minikafka record section " * 4000 + os.urandom(5000)
 

@@ -7,9 +7,9 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import CorruptMessageError
-from protocol.records import CompressionType, Record, RecordBatch, iter_batches
-from protocol.records.builder import _encode_records_c, _encode_records_python, build_batch
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import CompressionType, Record, RecordBatch, iter_batches
+from minikafka.protocol.records.builder import _encode_records_c, _encode_records_python, build_batch
 
 _nullable_bytes = st.none() | st.binary(max_size=64)
 _headers = st.lists(st.tuples(st.text(max_size=8), _nullable_bytes), max_size=3).map(tuple)

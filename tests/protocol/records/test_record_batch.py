@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import CorruptMessageError
-from protocol.records import (
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     CompressionType,
@@ -15,7 +15,7 @@ from protocol.records import (
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
-from protocol.records.builder import build_batch
+from minikafka.protocol.records.builder import build_batch
 
 from .conftest import SAMPLE_RECORDS
 

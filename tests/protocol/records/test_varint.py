@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.errors import CorruptMessageError
-from protocol.records.varint import (
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.varint import (
     decode_varint,
     decode_varlong,
     encode_varint,
