@@ -13,7 +13,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from bench.kafka_jars import (
     find_main_class,
     java_command,
 )
+from minikafka.testing.mini_kafka import free_port, metadata_broker_count
 
 __all__ = [
     "ApacheKafka",
@@ -60,40 +60,6 @@ logger.kafka.level = info
 logger.state.name = state.change.logger
 logger.state.level = warn
 """
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def metadata_broker_count(host: str, port: int, timeout_s: float = 2.0) -> int:
-    """Send one Metadata v4 request (all topics) and return how many brokers the answer lists."""
-    client_id = b"minikafka-harness"
-    body = struct.pack(">hhih", 3, 4, 1, len(client_id)) + client_id + struct.pack(">ib", -1, 0)
-    with socket.create_connection((host, port), timeout=timeout_s) as conn:
-        conn.sendall(struct.pack(">i", len(body)) + body)
-        header = _recv_exactly(conn, 4)
-        (size,) = struct.unpack(">i", header)
-        response = _recv_exactly(conn, size)
-    correlation_id, _throttle_ms, broker_count = struct.unpack_from(">iii", response, 0)
-    if correlation_id != 1:
-        raise ConnectionError(f"unexpected correlation id {correlation_id}")
-    count: int = broker_count
-    return count
-
-
-def _recv_exactly(conn: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = conn.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("connection closed mid-response")
-        chunks += chunk
-    return bytes(chunks)
 
 
 class ApacheKafka:

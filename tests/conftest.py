@@ -9,6 +9,8 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:

@@ -1,0 +1,269 @@
+"""`MiniKafka`: a real minikafka broker in a child process, for a test suite.
+
+    from minikafka.testing import MiniKafka
+
+    with MiniKafka({"log.cleaner.backoff.ms": 100, "segment.ms": 1000}) as kafka:
+        producer = confluent_kafka.Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        ...
+        kafka.restart()          # same port, same data: a consumer's restart test
+        kafka.kill()             # SIGKILL, as `kill -9` does; start() recovers the torn tail
+
+The broker runs as `python -m minikafka.broker serve` in its own process, so the test keeps its own event loop,
+signal handlers and threads, and can kill the broker for real. It listens on free loopback ports and keeps its
+data in a temporary directory (removed by `stop()`) unless `data_dir` is given.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
+
+__all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "config_text", "free_port", "metadata_broker_count"]
+
+LOOPBACK = "127.0.0.1"
+ConfigValue = str | int | float | bool
+_POLL_INTERVAL_S = 0.005
+_BIND_RETRIES = 3
+_LOG_TAIL_LINES = 40
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited or did not answer Metadata in time; the message ends with its log tail."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def metadata_broker_count(host: str, port: int, timeout_s: float = 2.0) -> int:
+    """Send one Metadata v4 request (all topics) and return how many brokers the answer lists.
+
+    Hand-encoded (a dozen bytes) so that readiness checks import no client library; works against any Kafka.
+    """
+    client_id = b"minikafka-testing"
+    body = struct.pack(">hhih", 3, 4, 1, len(client_id)) + client_id + struct.pack(">ib", -1, 0)
+    with socket.create_connection((host, port), timeout=timeout_s) as conn:
+        conn.sendall(struct.pack(">i", len(body)) + body)
+        (size,) = struct.unpack(">i", _recv_exactly(conn, 4))
+        response = _recv_exactly(conn, size)
+    correlation_id, _throttle_ms, broker_count = struct.unpack_from(">iii", response, 0)
+    if correlation_id != 1:
+        raise ConnectionError(f"unexpected correlation id {correlation_id}")
+    count: int = broker_count
+    return count
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = conn.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("connection closed mid-response")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _kill_at_exit(process: subprocess.Popen[bytes]) -> None:
+    """A broker left running when the interpreter exits (a test that never stopped it) is not orphaned."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def config_text(value: ConfigValue) -> str:
+    """A config value as Kafka writes it: booleans as `true`/`false`."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def broker_properties(config: Mapping[str, ConfigValue]) -> dict[str, str]:
+    """Kafka property strings for the broker; a topic config name (`segment.ms`) is replaced by the broker synonym
+    that sets its default for every topic (`log.roll.ms`)."""
+    return {TOPIC_TO_BROKER_SYNONYM.get(key, key): config_text(value) for key, value in config.items()}
+
+
+class MiniKafka:
+    """One minikafka broker in a child process on loopback: its ports, data directory and log file.
+
+    `config` takes any broker property, or a topic property as the default of every topic, by Kafka's names.
+    The broker is ready when `start()` returns: it has answered a Metadata request. `restart()` keeps the
+    ports and the data. Not thread-safe: start, restart and stop it from one thread.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, ConfigValue] | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        start_timeout_s: float = 30.0,
+    ) -> None:
+        self.config = broker_properties(config or {})
+        self._temp_root: Path | None = None
+        if data_dir is None:
+            self._temp_root = Path(tempfile.mkdtemp(prefix="minikafka-"))
+            self.data_dir = self._temp_root / "data"
+            self.log_path = self._temp_root / "broker.log"
+        else:
+            self.data_dir = Path(data_dir)
+            self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
+        self.start_timeout_s = start_timeout_s
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self._kill_at_exit: functools.partial[None] | None = None
+        self._started_once = False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Prometheus text at `/metrics`; the same port serves the admin API (`minikafka compact --admin-url`)."""
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.metrics_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def command(self) -> list[str]:
+        props = {
+            **self.config,
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "minikafka.metrics.port": str(self.metrics_port),
+        }
+        command = [sys.executable, "-m", "minikafka.broker", "serve"]
+        for key, value in props.items():
+            command += ["--override", f"{key}={value}"]
+        return command
+
+    def start(self) -> MiniKafka:
+        """Start the broker and return once it answers Metadata; raises BrokerStartError with its log tail."""
+        if self.process is not None:
+            raise RuntimeError(f"the broker is already running (pid {self.process.pid})")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(_BIND_RETRIES):
+            log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+            self._spawn()
+            try:
+                self._wait_ready(log_offset)
+            except BrokerStartError:
+                self.process = None
+                # A port picked by free_port() can be taken by another process before the broker binds it.
+                if self._started_once or attempt == _BIND_RETRIES - 1 or not self._port_was_taken(log_offset):
+                    if self._temp_root is not None and not self._started_once:
+                        shutil.rmtree(self._temp_root, ignore_errors=True)  # the error carries the log tail
+                    raise
+                self.port, self.metrics_port = free_port(), free_port()
+            else:
+                self._started_once = True
+                return self
+        raise AssertionError("unreachable")
+
+    def _spawn(self) -> None:
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+            )
+        self._kill_at_exit = functools.partial(_kill_at_exit, self.process)
+        atexit.register(self._kill_at_exit)
+
+    def _wait_ready(self, log_offset: int) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise BrokerStartError(f"the broker exited with {code} during start-up:\n{self.log_tail(log_offset)}")
+            try:
+                metadata_broker_count(LOOPBACK, self.port)
+                return
+            except (OSError, ConnectionError, struct.error):
+                pass
+            if time.monotonic() > deadline:
+                self._terminate(signal.SIGKILL, 10.0)
+                raise BrokerStartError(
+                    f"the broker did not answer Metadata on {self.bootstrap_servers} within {self.start_timeout_s}s:\n"
+                    f"{self.log_tail(log_offset)}"
+                )
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _port_was_taken(self, log_offset: int) -> bool:
+        return "address already in use" in self.log_tail(log_offset).lower()
+
+    def log_tail(self, log_offset: int = 0, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last `lines` lines the broker wrote (since byte `log_offset` of its log file)."""
+        if not self.log_path.exists():
+            return "(no broker log)"
+        with open(self.log_path, "rb") as log_file:
+            log_file.seek(log_offset)
+            text = log_file.read().decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def read_log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def restart(self) -> MiniKafka:
+        """Graceful stop and start on the same ports with the same data."""
+        self._terminate(signal.SIGTERM, 30.0)
+        return self.start()
+
+    def kill(self) -> None:
+        """SIGKILL the broker, as `kill -9` does: nothing is flushed. `start()` recovers from its data."""
+        self._terminate(signal.SIGKILL, 10.0)
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM (graceful shutdown, SIGKILL after `timeout_s`), then remove a temporary data directory.
+        Returns the broker's exit code (0 after a clean shutdown)."""
+        code = self._terminate(signal.SIGTERM, timeout_s)
+        if self._temp_root is not None:
+            shutil.rmtree(self._temp_root, ignore_errors=True)
+        return code
+
+    def _terminate(self, signum: signal.Signals, timeout_s: float) -> int:
+        process, self.process = self.process, None
+        if process is None:
+            return 0
+        if self._kill_at_exit is not None:
+            atexit.unregister(self._kill_at_exit)
+        if process.poll() is None:
+            process.send_signal(signum)
+        try:
+            return process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()
+
+    def __enter__(self) -> MiniKafka:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"pid {self.process.pid}" if self.process is not None else "stopped"
+        return f"MiniKafka({self.bootstrap_servers}, {state}, data_dir={str(self.data_dir)!r})"

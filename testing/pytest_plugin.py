@@ -1,0 +1,143 @@
+"""The minikafka pytest plugin (registered through the `pytest11` entry point; active once minikafka is installed).
+
+Fixtures:
+- `minikafka_broker` (session): a started `MiniKafka`, or the broker named by `--minikafka-bootstrap`.
+- `minikafka_topic` (function): `minikafka_topic(partitions=3, config={"cleanup.policy": "compact"})` creates a
+  topic with a unique name, returns the name, and deletes the topic after the test.
+
+Options (command line, or the same name with underscores in the `[pytest]` ini section):
+- `--minikafka-bootstrap HOST:PORT`: run the fixtures against an existing broker (Apache Kafka, say) instead of
+  starting minikafka; tests that need the embedded broker's own features (`restart()`, `data_dir`) are skipped.
+- `--minikafka-config KEY=VALUE` (repeatable; ini: one per line): configs of the embedded broker.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+import pytest
+
+from minikafka.testing.mini_kafka import ConfigValue, MiniKafka, config_text
+
+BOOTSTRAP_OPTION = "minikafka_bootstrap"
+CONFIG_OPTION = "minikafka_config"
+_TOPIC_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
+
+
+class KafkaBroker(Protocol):
+    """What the fixtures hand a test: the embedded `MiniKafka` or an `ExternalBroker`."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExternalBroker:
+    """A broker this plugin did not start (`--minikafka-bootstrap`): only its address is known."""
+
+    bootstrap_servers: str
+
+    def _embedded_only(self, what: str) -> NoReturn:
+        pytest.skip(f"{what} needs the embedded minikafka broker (the suite runs against {self.bootstrap_servers})")
+
+    @property
+    def metrics_url(self) -> str:
+        self._embedded_only("metrics_url")
+
+    @property
+    def data_dir(self) -> Path:
+        self._embedded_only("data_dir")
+
+    def restart(self) -> None:
+        self._embedded_only("restart()")
+
+
+TopicFactory = Callable[..., str]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("minikafka", "minikafka broker fixtures")
+    group.addoption(
+        "--minikafka-bootstrap", dest=BOOTSTRAP_OPTION, metavar="HOST:PORT", default=None,
+        help="run the minikafka fixtures against this broker instead of starting minikafka",
+    )
+    group.addoption(
+        "--minikafka-config", dest=CONFIG_OPTION, metavar="KEY=VALUE", action="append", default=None,
+        help="a config of the embedded broker, by Kafka's property name (repeatable)",
+    )
+    parser.addini(BOOTSTRAP_OPTION, "bootstrap servers of an external broker for the minikafka fixtures")
+    parser.addini(CONFIG_OPTION, "configs of the embedded minikafka broker, KEY=VALUE per line", type="linelist")
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+def parse_config_lines(lines: list[str]) -> dict[str, ConfigValue]:
+    configs: dict[str, ConfigValue] = {}
+    for line in lines:
+        key, separator, value = line.partition("=")
+        if not separator or not key.strip():
+            raise pytest.UsageError(f"--minikafka-config expects KEY=VALUE, got {line!r}")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+@pytest.fixture(scope="session")
+def minikafka_broker(pytestconfig: pytest.Config) -> Iterator[MiniKafka | ExternalBroker]:
+    """The session's broker: a started `MiniKafka`, or the external one of `--minikafka-bootstrap`."""
+    bootstrap = _option(pytestconfig, BOOTSTRAP_OPTION)
+    if bootstrap:
+        yield ExternalBroker(bootstrap)
+        return
+    with MiniKafka(parse_config_lines(_option(pytestconfig, CONFIG_OPTION) or [])) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def _minikafka_admin(minikafka_broker: KafkaBroker) -> Iterator[Any]:
+    from kafka.admin import KafkaAdminClient  # kafka-python: a minikafka dependency, imported only when used
+
+    admin = KafkaAdminClient(bootstrap_servers=minikafka_broker.bootstrap_servers, client_id="minikafka-pytest")
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+@pytest.fixture
+def minikafka_topic(request: pytest.FixtureRequest, _minikafka_admin: Any) -> Iterator[TopicFactory]:
+    """A factory of topics that exist for this test only; each is deleted when the test ends."""
+    created: list[str] = []
+
+    def create(
+        name: str | None = None,
+        *,
+        partitions: int = 1,
+        config: Mapping[str, ConfigValue] | None = None,
+        replication_factor: int = 1,
+    ) -> str:
+        topic = name or unique_topic_name(request.node.name)
+        configs = {key: config_text(value) for key, value in (config or {}).items()}
+        _minikafka_admin.create_topics(
+            {topic: {"num_partitions": partitions, "replication_factor": replication_factor, "configs": configs}},
+            wait_for_metadata=True,
+        )
+        created.append(topic)
+        return topic
+
+    yield create
+    if created:
+        _minikafka_admin.delete_topics(created, raise_errors=False)
+
+
+def unique_topic_name(test_name: str) -> str:
+    """`<test name, Kafka-safe>-<8 hex digits>`; within Kafka's 249-character limit."""
+    stem = _TOPIC_NAME_UNSAFE.sub("-", test_name).strip("-.")[:200] or "topic"
+    return f"{stem}-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,1 @@
+"""Tests of minikafka.testing: MiniKafka and the pytest plugin."""

@@ -1,0 +1,100 @@
+"""MiniKafka against its real child process: readiness, data across restart and kill -9, config, failures."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from minikafka.testing import BrokerStartError, MiniKafka
+from minikafka.testing.mini_kafka import metadata_broker_count
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for n in range(count):
+        producer.produce(topic, key=f"k{n}", value=f"v{n}")
+    assert producer.flush(30) == 0
+
+
+def values(bootstrap: str, topic: str) -> list[str]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mini-kafka-test",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    found: list[str] = []
+    try:
+        while (message := consumer.poll(10)) is not None and message.error() is None:
+            found.append(message.value().decode())
+    finally:
+        consumer.close()
+    return found
+
+
+def test_context_manager_starts_a_ready_broker_and_removes_its_temporary_data() -> None:
+    with MiniKafka() as kafka:
+        host, port = kafka.bootstrap_servers.split(":")
+        assert metadata_broker_count(host, int(port)) == 1
+        assert kafka.data_dir.is_dir() and kafka.pid is not None
+        produce(kafka.bootstrap_servers, "ctx", 3)
+        assert (kafka.data_dir / "ctx-0").is_dir()
+        data_dir = kafka.data_dir
+    assert kafka.pid is None
+    assert not data_dir.exists()
+
+
+def test_restart_keeps_the_port_and_the_data_and_a_clean_stop_exits_zero(tmp_path: Path) -> None:
+    kafka = MiniKafka(data_dir=tmp_path / "data").start()
+    try:
+        produce(kafka.bootstrap_servers, "restarted", 5)
+        bootstrap, old_pid = kafka.bootstrap_servers, kafka.pid
+        kafka.restart()
+        assert kafka.bootstrap_servers == bootstrap and kafka.pid != old_pid
+        assert values(kafka.bootstrap_servers, "restarted") == [f"v{n}" for n in range(5)]
+    finally:
+        assert kafka.stop() == 0
+    assert (tmp_path / "data" / "restarted-0").is_dir(), "a data_dir the caller gave is kept"
+
+
+def test_kill_is_a_real_sigkill_and_start_recovers_every_acknowledged_record(tmp_path: Path) -> None:
+    kafka = MiniKafka(data_dir=tmp_path / "data").start()
+    try:
+        produce(kafka.bootstrap_servers, "killed", 20)
+        kafka.kill()
+        kafka.start()
+        assert values(kafka.bootstrap_servers, "killed") == [f"v{n}" for n in range(20)]
+    finally:
+        kafka.stop()
+
+
+def test_topic_configs_by_kafka_name_become_every_topics_default() -> None:
+    with MiniKafka({"cleanup.policy": "compact", "num.partitions": 2, "log.cleaner.enable": True}) as kafka:
+        produce(kafka.bootstrap_servers, "auto-created", 1)
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+        assert len(admin.list_topics(timeout=10).topics["auto-created"].partitions) == 2
+        resource = ConfigResource(ResourceType.TOPIC, "auto-created")
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["cleanup.policy"].value == "compact"
+
+
+def test_a_bad_config_fails_start_with_the_brokers_own_error(tmp_path: Path) -> None:
+    kafka = MiniKafka({"log.cleaner.threads": "lots"})
+    expected = r"(?s)exited with 2.*Invalid value lots for configuration log\.cleaner\.threads"
+    with pytest.raises(BrokerStartError, match=expected):
+        kafka.start()
+    assert kafka.pid is None
+    assert not kafka.data_dir.exists(), "the temporary directory of a broker that never started is removed"
+
+
+def test_start_moves_to_free_ports_when_its_port_was_taken_meanwhile() -> None:
+    kafka = MiniKafka()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", kafka.port))
+        squatter.listen()
+        taken = kafka.port
+        with kafka:
+            assert kafka.port != taken
+            host, port = kafka.bootstrap_servers.split(":")
+            assert metadata_broker_count(host, int(port)) == 1

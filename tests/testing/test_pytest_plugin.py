@@ -1,0 +1,72 @@
+"""The pytest plugin in a pytest run of its own (pytester, in a subprocess): options, ini, fixtures, clean-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from minikafka.testing import MiniKafka
+
+INNER_SUITE = '''
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+created = []
+
+def topics(bootstrap):
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
+
+def test_the_factory_creates_topics_with_partitions_and_configs(minikafka_broker, minikafka_topic):
+    name = minikafka_topic(partitions=4, config={"cleanup.policy": "compact"})
+    created.append(name)
+    metadata = AdminClient({"bootstrap.servers": minikafka_broker.bootstrap_servers}).list_topics(timeout=10)
+    assert len(metadata.topics[name].partitions) == 4
+    assert name.startswith("test_the_factory_creates_topics_with_partitions_and_configs-")
+
+def test_topics_of_an_earlier_test_are_deleted(minikafka_broker):
+    assert created and created[0] not in topics(minikafka_broker.bootstrap_servers)
+
+def test_broker_configs_from_the_options_apply(minikafka_broker):
+    producer = Producer({"bootstrap.servers": minikafka_broker.bootstrap_servers})
+    producer.produce("auto-created", value=b"x")
+    assert producer.flush(30) == 0
+    metadata = AdminClient({"bootstrap.servers": minikafka_broker.bootstrap_servers}).list_topics(timeout=10)
+    assert len(metadata.topics["auto-created"].partitions) == EXPECTED_PARTITIONS
+
+def test_the_embedded_broker_can_restart(minikafka_broker):
+    minikafka_broker.restart()
+    assert "auto-created" in topics(minikafka_broker.bootstrap_servers)
+'''
+
+
+def test_embedded_broker_with_configs_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nminikafka_config =\n    num.partitions=3\n    log.cleaner.backoff.ms=100\n")
+    pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "3"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+
+
+def test_embedded_broker_with_configs_from_the_command_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "2"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "num.partitions=2")
+    result.assert_outcomes(passed=4)
+
+
+def test_an_external_broker_from_the_command_line_skips_what_only_the_embedded_one_can_do(
+    pytester: pytest.Pytester,
+) -> None:
+    with MiniKafka({"num.partitions": 5}) as external:
+        pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "5") + f'''
+def test_the_fixture_is_the_external_broker(minikafka_broker):
+    assert minikafka_broker.bootstrap_servers == "{external.bootstrap_servers}"
+''')
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-rs", f"--minikafka-bootstrap={external.bootstrap_servers}")
+    result.assert_outcomes(passed=4, skipped=1)
+    result.stdout.fnmatch_lines(["*restart() needs the embedded minikafka broker*"])
+
+
+def test_a_malformed_config_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "no-equals-sign")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*--minikafka-config expects KEY=VALUE, got 'no-equals-sign'*"])
