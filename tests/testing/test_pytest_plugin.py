@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from minikafka.testing import MiniKafka
@@ -70,3 +73,10 @@ def test_a_malformed_config_option_is_a_usage_error(pytester: pytest.Pytester) -
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "no-equals-sign")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*--minikafka-config expects KEY=VALUE, got 'no-equals-sign'*"])
+
+
+def test_the_readme_example_passes_as_written(pytester: pytest.Pytester) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (example,) = re.findall(r"```python\n(# test_orders\.py.*?)```", readme, re.S)
+    pytester.makepyfile(test_orders=example)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
