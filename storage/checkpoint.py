@@ -39,12 +39,16 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` with `data` atomically (tmp + rename). `durable` adds the fsyncs that make it survive
     a power loss; without them it still survives a process crash (the page cache is the kernel's)."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not leave a `.tmp` behind
+        raise
     if durable:
         fsync_dir(path.parent)
 

@@ -37,12 +37,18 @@ class FileRecords:
         return self._fd < 0
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write `data` at the end; return the position it starts at."""
+        """Write `data` at the end; return the position it starts at. All or nothing: on an OSError (ENOSPC) the
+        file is cut back to its size before the call."""
         position = self._size
         view = memoryview(data)
         written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], position + written)
+        try:
+            while written < len(view):
+                written += os.pwrite(self._fd, view[written:], position + written)
+        except OSError:
+            if written:  # a full disk took part of it: the file ends where it did before the attempt
+                os.ftruncate(self._fd, position)
+            raise
         self._size += written
         return position
 

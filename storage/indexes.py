@@ -62,7 +62,16 @@ class _IndexFile:
         return self.entries * self.entry_size
 
     def _write(self, data: bytes) -> None:
-        self._file.write(data)
+        """Append whole entries to the file, or nothing: on an OSError (ENOSPC) the file is cut back to the
+        entries already there, so the caller adds an entry to memory only after this returns."""
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(view):
+                written += self._file.write(view[written:]) or 0
+        except OSError:
+            self._truncate_entries(self.entries)
+            raise
 
     def _truncate_entries(self, count: int) -> None:
         self._file.flush()
@@ -123,9 +132,9 @@ class OffsetIndex(_IndexFile):
         relative = self._relative(offset)
         if self._relative_offsets and relative <= self._relative_offsets[-1]:
             raise ValueError(f"offset index entry {offset} is not above the last one ({self.last_offset})")
+        self._write(_OFFSET_ENTRY.pack(relative, position))
         self._relative_offsets.append(relative)
         self._positions.append(position)
-        self._write(_OFFSET_ENTRY.pack(relative, position))
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry <= offset, or (base_offset, 0)."""
@@ -136,7 +145,10 @@ class OffsetIndex(_IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= `offset`."""
-        keep = bisect.bisect_left(self._relative_offsets, offset - self.base_offset)
+        self.truncate_entries(bisect.bisect_left(self._relative_offsets, offset - self.base_offset))
+
+    def truncate_entries(self, keep: int) -> None:
+        """Keep the first `keep` entries, in memory and on disk."""
         del self._relative_offsets[keep:]
         del self._positions[keep:]
         self._truncate_entries(keep)
@@ -189,9 +201,9 @@ class TimeIndex(_IndexFile):
             return
         if self.is_full and not skip_full_check:
             raise ValueError(f"time index {self.path} is full")
+        self._write(_TIME_ENTRY.pack(timestamp_ms, relative))
         self._timestamps.append(timestamp_ms)
         self._relative_offsets.append(relative)
-        self._write(_TIME_ENTRY.pack(timestamp_ms, relative))
 
     def lookup(self, timestamp_ms: int) -> tuple[int, int]:
         """(timestamp, offset) of the largest entry with timestamp <= target, or (-1, base_offset)."""
@@ -202,7 +214,10 @@ class TimeIndex(_IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= `offset`."""
-        keep = bisect.bisect_left(self._relative_offsets, offset - self.base_offset)
+        self.truncate_entries(bisect.bisect_left(self._relative_offsets, offset - self.base_offset))
+
+    def truncate_entries(self, keep: int) -> None:
+        """Keep the first `keep` entries, in memory and on disk."""
         del self._timestamps[keep:]
         del self._relative_offsets[keep:]
         self._truncate_entries(keep)

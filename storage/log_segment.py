@@ -11,6 +11,7 @@ when given the producer state as of the segment's base offset.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from minikafka.protocol.errors import CorruptMessageError
@@ -29,6 +30,26 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+
+
+class SegmentInconsistentError(OSError):
+    """A failed append could not be undone: the segment's files and memory disagree until recovery, so its log
+    must go offline (a disk that cannot even shrink a file is broken, not full)."""
+
+
+@dataclass(frozen=True)
+class _AppendState:
+    """What `LogSegment.append` changes, captured before it so that a failed append can be undone."""
+
+    log_size_bytes: int
+    offset_index_entries: int
+    time_index_entries: int
+    bytes_since_last_index_entry: int
+    max_timestamp_so_far: int
+    offset_of_max_timestamp_so_far: int
+    next_offset: int
+    rolling_based_timestamp: int | None
+    first_append_time_ms: int | None
 
 
 def segment_file_name(base_offset: int, extension: str, suffix: str = "") -> str:
@@ -156,21 +177,50 @@ class LogSegment:
         *,
         now_ms: int | None = None,
     ) -> None:
-        """Append whole batches (already offset-assigned); index entries per batch as Kafka writes them."""
+        """Append whole batches (already offset-assigned); index entries per batch as Kafka writes them.
+
+        All or nothing: when a write fails (a full disk), the log, both indexes and the in-memory state are put
+        back as they were before the call and the OSError propagates, so the next append can simply retry."""
         if not self.can_convert_to_relative_offset(largest_offset):
             raise ValueError(f"offset {largest_offset} cannot be stored relative to {self.base_offset}")
-        start_position = self.log.size_bytes
-        view = memoryview(records)
-        for batch in iter_batches(view):
-            position = start_position + batch.position
-            if self.rolling_based_timestamp is None:
-                self.rolling_based_timestamp = batch.max_timestamp
-                if self.first_append_time_ms is None:
-                    self.first_append_time_ms = now_ms if now_ms is not None else self.created_ms
-            self._index_batch(position, batch.max_timestamp, batch.last_offset, batch.size_bytes)
-        self.log.append(view)
+        before = self._append_state()
+        try:
+            start_position = self.log.append(records)
+            for batch in iter_batches(memoryview(records)):
+                if self.rolling_based_timestamp is None:
+                    self.rolling_based_timestamp = batch.max_timestamp
+                    if self.first_append_time_ms is None:
+                        self.first_append_time_ms = now_ms if now_ms is not None else self.created_ms
+                self._index_batch(start_position + batch.position, batch.max_timestamp, batch.last_offset,
+                                  batch.size_bytes)
+        except OSError as error:
+            try:
+                self._restore(before)
+            except OSError as restore_error:
+                raise SegmentInconsistentError(
+                    f"segment {self.base_offset} of {self.dir.name} could not undo a failed append ({error}): "
+                    f"{restore_error}") from restore_error
+            raise
         self._track(largest_timestamp, shallow_offset_of_max_ts)
         self.next_offset = max(self.next_offset, largest_offset + 1)
+
+    def _append_state(self) -> _AppendState:
+        return _AppendState(
+            self.log.size_bytes, self.offset_index.entries, self.time_index.entries,
+            self._bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
+            self.next_offset, self.rolling_based_timestamp, self.first_append_time_ms)
+
+    def _restore(self, state: _AppendState) -> None:
+        """Undo a failed append. Shrinking files needs no free space, so this fails only on a broken disk."""
+        self.log.truncate_to(state.log_size_bytes)
+        self.offset_index.truncate_entries(state.offset_index_entries)
+        self.time_index.truncate_entries(state.time_index_entries)
+        self._bytes_since_last_index_entry = state.bytes_since_last_index_entry
+        self.max_timestamp_so_far = state.max_timestamp_so_far
+        self.offset_of_max_timestamp_so_far = state.offset_of_max_timestamp_so_far
+        self.next_offset = state.next_offset
+        self.rolling_based_timestamp = state.rolling_based_timestamp
+        self.first_append_time_ms = state.first_append_time_ms
 
     def _index_batch(self, position: int, max_timestamp: int, last_offset: int, size_bytes: int) -> None:
         self._track(max_timestamp, last_offset)

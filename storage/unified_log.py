@@ -30,9 +30,15 @@ from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.clock import Clock, SystemClock
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_loader import LogLoader
-from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from minikafka.storage.log_segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    LogSegment,
+    SegmentInconsistentError,
+)
 from minikafka.storage.log_validator import LogValidator
-from minikafka.storage.producer_state import ProducerStateManager
+from minikafka.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction
 
 logger = logging.getLogger(__name__)
@@ -66,10 +72,16 @@ class FetchDataInfo:
 
 
 @contextmanager
-def storage_errors(topic_partition: str) -> Iterator[None]:
-    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8)."""
+def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Iterator[None]:
+    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8). A write that
+    failed cleanly (ENOSPC, undone) leaves `log` online; one that could not be undone takes it offline."""
     try:
         yield
+    except SegmentInconsistentError as exc:
+        logger.error("Taking the log of %s offline: %s", topic_partition, exc)
+        if log is not None:
+            log.offline_reason = str(exc)
+        raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
     except OSError as exc:
         logger.error("I/O error on %s: %s", topic_partition, exc)
         raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
@@ -182,6 +194,13 @@ class UnifiedLog:
         with self._lock:
             return list(self._segments)
 
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Copies of this partition's producer entries by producer id (DescribeProducers); raises
+        KAFKA_STORAGE_ERROR when the log is offline."""
+        with self._lock:
+            self._check_online()
+            return [entry.copy() for _pid, entry in sorted(self.producer_state.producers.items())]
+
     def mark_offline(self, reason: str) -> None:
         with self._lock:
             self.offline_reason = reason
@@ -215,7 +234,7 @@ class UnifiedLog:
     # ------------------------------------------------------------------- append
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
         """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
-        with self._lock, storage_errors(self.topic_partition):
+        with self._lock, storage_errors(self.topic_partition, self):
             self._check_online()
             now_ms = self.clock.time_ms()
             config = self.config
@@ -251,7 +270,7 @@ class UnifiedLog:
         coordinator epoch). A marker for a producer without an open transaction is still written (Kafka does)
         but changes no index. An abort gets a `.txnindex` entry in the active segment whose last stable offset
         is the LSO once this transaction is complete."""
-        with self._lock, storage_errors(self.topic_partition):
+        with self._lock, storage_errors(self.topic_partition, self):
             self._check_online()
             now_ms = self.clock.time_ms()
             offset = self._log_end_offset
@@ -266,7 +285,11 @@ class UnifiedLog:
             segment.append(data, offset, now_ms, offset, now_ms=now_ms)
             completed = self.producer_state.update(RecordBatch(data, 0))
             if completed is not None:
-                segment.update_txn_index(completed, self.producer_state.last_stable_offset(completed))
+                try:
+                    segment.update_txn_index(completed, self.producer_state.last_stable_offset(completed))
+                except OSError as error:  # the marker is in the log already: memory and disk now disagree
+                    raise SegmentInconsistentError(f"aborted-transaction index of {self.topic_partition}: "
+                                                   f"{error}") from error
                 self.producer_state.complete_txn(completed)
             self._log_end_offset = offset + 1
             self.unflushed_messages += 1
@@ -309,7 +332,7 @@ class UnifiedLog:
 
     def roll(self) -> None:
         """Close the active segment (if it has data) and start a new one at the log end offset."""
-        with self._lock, storage_errors(self.topic_partition):
+        with self._lock, storage_errors(self.topic_partition, self):
             active = self.active_segment
             if active.is_empty:
                 return
@@ -322,7 +345,11 @@ class UnifiedLog:
                              rolling_jitter_ms=config.random_segment_jitter_ms(),
                              created_ms=self.clock.time_ms())
             self._segments.append(new)
-            self.producer_state.take_snapshot(self._log_end_offset, durable=False)
+            try:
+                self.producer_state.take_snapshot(self._log_end_offset, durable=False)
+            except OSError as error:  # only costs a longer replay at the next load; the roll itself is done
+                logger.warning("Producer-state snapshot of %s at offset %d not written: %s",
+                               self.topic_partition, self._log_end_offset, error)
 
     def roll_if_due(self, now_ms: int) -> bool:
         """Time-based roll of a non-empty active segment without an append (broker timer).
