@@ -142,7 +142,7 @@ class LogManager:
         config = LogConfig.from_props(meta.config_overrides, self.broker_props, allow_unknown=True)
         log = UnifiedLog(dir, config, clock=self.clock, recovery_point=recovery_point,
                          log_start_offset=log_start_offset, clean_shutdown=clean_shutdown,
-                         topic=meta.name, partition=partition)
+                         topic=meta.name, partition=partition, on_log_dir_failure=self.mark_log_dir_offline)
         metadata_path = dir / PARTITION_METADATA_FILE
         if not metadata_path.exists():
             atomic_write(metadata_path, f"version: 0\ntopic_id: {uuid_to_base64(meta.topic_id)}\n".encode())

@@ -9,10 +9,11 @@ active segment's `.txnindex` for read_committed fetches (Kafka's UnifiedLog.appe
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,19 +72,24 @@ class FetchDataInfo:
     aborted_transactions: list[AbortedTransaction] | None = None
 
 
+#: The disk itself failed (a bad block, a read-only remount): the log dir goes offline, as Kafka's does. Other
+#: OSErrors (a full disk, whose write was undone; a file closed by a concurrent topic deletion) fail only the
+#: request, so the partition keeps serving reads and takes writes again once space is back.
+DISK_FAILURE_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENXIO, errno.ENODEV})
+
+
 @contextmanager
 def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Iterator[None]:
-    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8). A write that
-    failed cleanly (ENOSPC, undone) leaves `log` online; one that could not be undone takes it offline."""
+    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8); a failed disk
+    (DISK_FAILURE_ERRNOS) or a write that could not be undone (SegmentInconsistentError) also takes the log dir
+    offline."""
     try:
         yield
-    except SegmentInconsistentError as exc:
-        logger.error("Taking the log of %s offline: %s", topic_partition, exc)
-        if log is not None:
-            log.offline_reason = str(exc)
-        raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
     except OSError as exc:
-        logger.error("I/O error on %s: %s", topic_partition, exc)
+        if log is not None and (isinstance(exc, SegmentInconsistentError) or exc.errno in DISK_FAILURE_ERRNOS):
+            log.log_dir_failed(f"I/O error on {topic_partition}: {exc}")
+        else:
+            logger.error("I/O error on %s: %s", topic_partition, exc)
         raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
 
 
@@ -135,8 +141,11 @@ class UnifiedLog:
         clean_shutdown: bool = False,
         topic: str | None = None,
         partition: int | None = None,
+        on_log_dir_failure: Callable[[str], None] | None = None,
     ) -> None:
         self.dir = Path(dir)
+        #: called with the reason when the disk failed (LogManager.mark_log_dir_offline)
+        self.on_log_dir_failure = on_log_dir_failure
         if topic is None or partition is None:
             topic, partition = parse_topic_partition(self.dir)
         self.topic, self.partition = topic, partition
@@ -200,6 +209,14 @@ class UnifiedLog:
         with self._lock:
             self._check_online()
             return [entry.copy() for _pid, entry in sorted(self.producer_state.producers.items())]
+
+    def log_dir_failed(self, reason: str) -> None:
+        """The disk failed: the whole log dir goes offline (this log at least, without a LogManager)."""
+        if self.on_log_dir_failure is not None:
+            self.on_log_dir_failure(reason)
+        else:
+            logger.error("Taking the log of %s offline: %s", self.topic_partition, reason)
+            self.mark_offline(reason)
 
     def mark_offline(self, reason: str) -> None:
         with self._lock:
@@ -373,7 +390,7 @@ class UnifiedLog:
         """Whole batches from `start_offset` below `max_offset` (the LSO for read_committed). With
         `include_aborted_transactions`, also the aborted transactions overlapping the returned batches (up to
         the offset after the last one; none for an empty read), as Kafka's FetchIsolation.TXN_COMMITTED."""
-        with self._lock, storage_errors(self.topic_partition):
+        with self._lock, storage_errors(self.topic_partition, self):
             self._check_online()
             end_offset = self._log_end_offset
             if start_offset < self.log_start_offset or start_offset > end_offset:
@@ -555,7 +572,7 @@ class UnifiedLog:
             target = self.active_segment.base_offset
         if not pending:
             return
-        with storage_errors(self.topic_partition):
+        with storage_errors(self.topic_partition, self):
             for segment in pending:
                 try:
                     segment.flush()
@@ -568,7 +585,7 @@ class UnifiedLog:
             self.recovery_point = max(self.recovery_point, target)
 
     def flush(self) -> None:
-        with self._lock, storage_errors(self.topic_partition):
+        with self._lock, storage_errors(self.topic_partition, self):
             for segment in self._segments:
                 if segment.next_offset > self.recovery_point or segment is self.active_segment:
                     segment.flush()

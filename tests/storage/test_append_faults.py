@@ -1,4 +1,5 @@
-"""Append and roll under a failing disk: every write of a produce/roll cycle fails in turn with ENOSPC (or EIO).
+"""Append and roll under a failing disk: every write of a produce/roll cycle fails in turn with ENOSPC or EDQUOT,
+and an EIO takes the log dir offline as Kafka does.
 
 The fault is injected below the storage code, where the operating system answers: `os.pwrite` (segment `.log`
 files), and the file objects that `open()` hands the index and checkpoint/snapshot writers. After each injected
@@ -21,6 +22,8 @@ import pytest
 from minikafka.protocol.errors import KafkaStorageError
 from minikafka.protocol.records import iter_batches
 from minikafka.storage import checkpoint, indexes
+from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
 from tests.storage.conftest import T0, LogFactory, batch
 
@@ -143,3 +146,32 @@ def test_every_write_of_an_append_and_roll_cycle_fails_cleanly_and_the_next_appe
             path.unlink()
         fail_at += 1
     assert fail_at > 10, f"the cycle made only {fail_at - 1} writes: the test covers too little"
+
+
+def test_a_failed_disk_takes_the_log_dir_offline_and_a_restart_finds_every_acknowledged_record(
+    tmp_path: Path, clock: FakeClock, inject: Callable[[DiskFault], None]
+) -> None:
+    manager = LogManager(tmp_path, {"log.segment.bytes": "400", "log.index.interval.bytes": "1"}, clock)
+    manager.startup()
+    manager.create_topic("orders", 2, {})
+    manager.create_topic("audit", 1, {})
+    orders, audit = manager.get_log("orders", 0), manager.get_log("audit", 0)
+    acked: list[bytes | None] = []
+    run_cycle(orders, acked, 0)
+    audit.append_as_leader(batch(b"audit-0"))
+
+    inject(DiskFault(1, errno.EIO))
+    with pytest.raises(KafkaStorageError):
+        orders.append_as_leader(batch(b"lost", timestamp_ms=T0 + 99))
+    assert manager.offline_reason is not None and "Input/output error" in manager.offline_reason
+    for log in (orders, manager.get_log("orders", 1), audit):
+        with pytest.raises(KafkaStorageError, match="offline"):
+            log.read(0, 1 << 20)
+        with pytest.raises(KafkaStorageError, match="offline"):
+            log.append_as_leader(batch(b"refused"))
+
+    restarted = LogManager(tmp_path, {}, clock)
+    restarted.startup()
+    assert values(restarted.get_log("orders", 0)) == acked
+    assert values(restarted.get_log("audit", 0)) == [b"audit-0"]
+    assert leftovers(restarted.get_log("orders", 0).dir) == []
