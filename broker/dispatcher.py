@@ -23,8 +23,12 @@ from minikafka.broker.handlers import (
     delete_groups,
     delete_records,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     end_txn,
     fetch,
@@ -87,6 +91,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_GROUPS: delete_groups.handle,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     ApiKey.OFFSET_DELETE: offset_delete.handle,
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
 }
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)

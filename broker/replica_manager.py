@@ -10,19 +10,22 @@ Event-loop thread only, except the `*_blocking` methods, which run in `asyncio.t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory, TopicPartition
 from minikafka.protocol.errors import (
     InvalidRecordError,
     KafkaError,
+    KafkaStorageError,
     OffsetOutOfRangeError,
     PolicyViolationError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
 from minikafka.storage.log_manager import LogManager, TopicMetadata
+from minikafka.storage.producer_state import ProducerStateEntry
 from minikafka.storage.unified_log import LogAppendInfo, UnifiedLog
 
 LEADER_EPOCH = 0
@@ -41,6 +44,19 @@ class PartitionRead:
     log_start_offset: int = -1
     #: (producer id, first offset) of the aborted transactions in `records`; None for read_uncommitted
     aborted_transactions: list[tuple[int, int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """What the one log dir contributes to DescribeLogDirs: its absolute path, the size of each hosted
+    partition's segments, and the volume's total/usable bytes (-1 when the dir is offline)."""
+
+    log_dir: str
+    error: KafkaError | None = None
+    #: (topic, partition) -> bytes of the partition's segment files, in topic-partition order
+    partition_sizes: dict[TopicPartition, int] = field(default_factory=dict)
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +204,31 @@ class ReplicaManager:
         if leader_epoch < 0:
             return -1, -1
         return LEADER_EPOCH, log.log_end_offset
+
+    # -- describe --------------------------------------------------------------------------------------------
+    def active_producers(self, topic: str, partition: int) -> list[ProducerStateEntry]:
+        """DescribeProducers: copies of the partition's producer entries; raises the partition's KafkaError."""
+        return self.log_for(topic, partition).active_producers()
+
+    def describe_log_dir(self, partitions: Collection[TopicPartition] | None) -> LogDirDescription:
+        """DescribeLogDirs for the requested partitions (None = every hosted one); partitions not hosted here
+        are left out, as Kafka does. KAFKA_STORAGE_ERROR for the whole dir once it is offline."""
+        log_dir = os.path.abspath(self.log_manager.log_dir)
+        if self.log_manager.offline_reason is not None:
+            return LogDirDescription(log_dir, KafkaStorageError(f"Log directory {log_dir} is offline"))
+        wanted = None if partitions is None else set(partitions)
+        logs = sorted(self.log_manager.all_logs(), key=lambda log: (log.topic, log.partition))
+        try:
+            volume = os.statvfs(log_dir)
+        except OSError as exc:
+            return LogDirDescription(log_dir, KafkaStorageError(f"Log directory {log_dir}: {exc}"))
+        return LogDirDescription(
+            log_dir,
+            partition_sizes={(log.topic, log.partition): log.size_bytes for log in logs
+                             if wanted is None or (log.topic, log.partition) in wanted},
+            total_bytes=volume.f_blocks * volume.f_frsize,  # Java's FileStore.getTotalSpace()
+            usable_bytes=volume.f_bavail * volume.f_frsize,  # FileStore.getUsableSpace()
+        )
 
     # -- topics ----------------------------------------------------------------------------------------------
     def topics(self) -> Mapping[str, TopicMetadata]:

@@ -4,6 +4,9 @@ Only implemented APIs are listed (advertising an API makes clients use it). Rang
 column of kafka-protocol-notes §2. Two deliberate quirks, both as Apache Kafka 4.x does: Produce is
 advertised from v0 (older librdkafka stops compressing otherwise) although only v3+ is accepted, and
 JoinGroup/SyncGroup/Heartbeat/LeaveGroup from v0 (older librdkafka gates its group consumer on it).
+The admin describe APIs (DescribeLogDirs, DescribeCluster, DescribeProducers, DescribeTopicPartitions) use
+Kafka 4.x's ranges. GetTelemetrySubscriptions/PushTelemetry (71/72) are absent on purpose: Apache Kafka 4.x
+advertises them only when a client-telemetry receiver plugin is configured, so clients never send them here.
 """
 
 from __future__ import annotations
@@ -39,12 +42,16 @@ class ApiKey(IntEnum):
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 #: (min, max) advertised per implemented API.
@@ -80,6 +87,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 #: Versions advertised but refused (the connection is closed, as Kafka 4 does for Produce v0-2).

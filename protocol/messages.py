@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -35,8 +41,12 @@ from kafka.protocol.admin.topics import (
     DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
 )
 from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListTransactionsRequest,
@@ -127,6 +137,10 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
+    ApiKey.DESCRIBE_LOG_DIRS: (DescribeLogDirsRequest, DescribeLogDirsResponse),
+    ApiKey.DESCRIBE_CLUSTER: (DescribeClusterRequest, DescribeClusterResponse),
+    ApiKey.DESCRIBE_PRODUCERS: (DescribeProducersRequest, DescribeProducersResponse),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
 }
 REQUEST_CLASSES: dict[ApiKey, Any] = {key: pair[0] for key, pair in _PAIRS.items()}
 RESPONSE_CLASSES: dict[ApiKey, Any] = {key: pair[1] for key, pair in _PAIRS.items()}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import crc32c
@@ -126,6 +126,10 @@ class ProducerStateEntry:
     @property
     def is_retained_in_snapshot(self) -> bool:
         return bool(self.batches) or self.current_txn_first_offset >= 0
+
+    def copy(self) -> ProducerStateEntry:
+        """An independent copy (batch deque included) for readers outside the log lock (DescribeProducers)."""
+        return replace(self, batches=self.batches.copy())
 
 
 class ProducerStateManager:

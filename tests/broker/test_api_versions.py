@@ -55,3 +55,13 @@ def test_unsupported_version_of_another_api_closes_only_that_connection(broker: 
         bad.send_bytes(struct.pack(">i", len(body)) + body)
         assert bad.is_closed_by_peer()
         assert good.request(ApiVersionsRequest[0]()).error_code == 0
+
+
+def test_admin_describe_apis_are_advertised_with_kafka_4_ranges_and_telemetry_is_not(broker: BrokerProcess) -> None:
+    with WireClient(broker.bootstrap) as client:
+        request = ApiVersionsRequest[4](client_software_name="wire-test", client_software_version="1.0")
+        advertised = {e.api_key: (e.min_version, e.max_version) for e in client.request(request).api_keys}
+    # DescribeLogDirs, DescribeCluster, DescribeProducers, DescribeTopicPartitions: what Apache Kafka 4.3 advertises
+    assert {key: advertised.get(key) for key in (35, 60, 61, 75)} == {35: (1, 5), 60: (0, 2), 61: (0, 0), 75: (0, 0)}
+    # GetTelemetrySubscriptions/PushTelemetry: Kafka advertises them only with a client-telemetry receiver plugin
+    assert 71 not in advertised and 72 not in advertised
