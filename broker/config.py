@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from minikafka.broker.connection_quotas import parse_ip_overrides
 from minikafka.broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
+from minikafka.broker.network import NetworkLimits
 from minikafka.broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError
@@ -40,6 +42,21 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),
+        ConfigKey(
+            "queued.max.request.bytes", ConfigType.LONG, -1, None,
+            "Request bytes the broker holds at once across connections (-1: unbounded), at least "
+            "socket.request.max.bytes.",
+        ),
+        ConfigKey("max.connections", ConfigType.INT, 2_147_483_647, at_least(0), "Connections the broker accepts."),
+        ConfigKey("max.connections.per.ip", ConfigType.INT, 2_147_483_647, at_least(0), "Connections per client IP."),
+        ConfigKey(
+            "max.connections.per.ip.overrides", ConfigType.STRING, "", None,
+            "Per-IP or hostname limits overriding max.connections.per.ip: host:count,host:count.",
+        ),
+        ConfigKey(
+            "connections.max.idle.ms", ConfigType.LONG, 600_000, at_least(1),
+            "Close connections without I/O for this long.",
+        ),
         ConfigKey(
             "log.retention.check.interval.ms", ConfigType.LONG, 300_000, at_least(1),
             "How often retention is enforced.",
@@ -131,6 +148,7 @@ class KafkaConfig:
                 f"Invalid value {','.join(log_dirs)} for configuration log.dirs: exactly one directory"
             )
         self.log_dir = Path(log_dirs[0])
+        self.network_limits = _network_limits(values)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -138,6 +156,24 @@ class KafkaConfig:
     @property
     def node_id(self) -> int:
         return int(self.values["node.id"])
+
+
+def _network_limits(values: Mapping[str, Any]) -> NetworkLimits:
+    """The listener's limits; Kafka's rule that the request pool holds at least the largest request."""
+    queued = int(values["queued.max.request.bytes"])
+    max_request = int(values["socket.request.max.bytes"])
+    if queued == 0 or queued < -1 or 0 < queued < max_request:
+        raise InvalidConfigError(
+            f"Invalid value {queued} for configuration queued.max.request.bytes: must be -1 (unbounded) or at "
+            f"least socket.request.max.bytes ({max_request})")
+    return NetworkLimits(
+        max_request_bytes=max_request,
+        max_connections=int(values["max.connections"]),
+        max_connections_per_ip=int(values["max.connections.per.ip"]),
+        per_ip_overrides=tuple(parse_ip_overrides(values["max.connections.per.ip.overrides"]).items()),
+        connections_max_idle_ms=int(values["connections.max.idle.ms"]),
+        queued_max_request_bytes=None if queued == -1 else queued,
+    )
 
 
 def load_properties(path: Path) -> dict[str, str]:

@@ -101,7 +101,7 @@ class KafkaServer:
         )
         listener = self.config.listener
         self.socket_server = SocketServer(
-            listener.host, listener.port, Dispatcher(ctx, self.metrics), int(self.config["socket.request.max.bytes"])
+            listener.host, listener.port, Dispatcher(ctx, self.metrics), self.config.network_limits
         )
         await self.socket_server.start()
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))

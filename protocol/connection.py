@@ -81,6 +81,13 @@ class ServerConnection:
     def buffered_bytes(self) -> int:
         return len(self._buffer) - self._start
 
+    def pending_frame_bytes(self) -> int | None:
+        """The declared size of the next frame once its 4-byte size prefix has arrived, else None."""
+        if len(self._buffer) - self._start < 4:
+            return None
+        size: int = _INT32.unpack_from(self._buffer, self._start)[0]
+        return size
+
     def next_event(self) -> RequestReceived | Sentinel:
         """The next complete request, NEED_DATA, or CONNECTION_CLOSED; raises ProtocolError on bad bytes."""
         available = len(self._buffer) - self._start
