@@ -120,7 +120,7 @@ class MiniKafka:
             self.data_dir = self._temp_root / "data"
             self.log_path = self._temp_root / "broker.log"
         else:
-            self.data_dir = Path(data_dir)
+            self.data_dir = Path(data_dir).absolute()  # the broker runs with the data dir as its working directory
             self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
         self.start_timeout_s = start_timeout_s
         self.port = free_port()

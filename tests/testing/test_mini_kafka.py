@@ -98,3 +98,12 @@ def test_start_moves_to_free_ports_when_its_port_was_taken_meanwhile() -> None:
             assert kafka.port != taken
             host, port = kafka.bootstrap_servers.split(":")
             assert metadata_broker_count(host, int(port)) == 1
+
+
+def test_a_relative_data_dir_is_taken_from_the_tests_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with MiniKafka(data_dir="relative") as kafka:
+        produce(kafka.bootstrap_servers, "here", 1)
+    assert (tmp_path / "relative" / "here-0").is_dir()
