@@ -74,6 +74,15 @@ BROKER_CONFIG_DEF = ConfigDef(
             "How often log start offsets are checkpointed.",
         ),
         ConfigKey(
+            "max.incremental.fetch.session.cache.slots", ConfigType.INT, 1000, at_least(0),
+            "The maximum number of incremental fetch sessions that we will maintain.",
+        ),
+        ConfigKey(
+            "minikafka.incremental.fetch.session.eviction.ms", ConfigType.LONG, 120_000, at_least(0),
+            "How long a fetch session must be unused before any new session may evict it, and how old before a "
+            "bigger one may (Kafka's fixed 120000).",
+        ),
+        ConfigKey(
             "minikafka.metrics.host", ConfigType.STRING, "127.0.0.1", None,
             "Address of the Prometheus/admin HTTP endpoint.",
         ),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.config import KafkaConfig
+from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
@@ -24,6 +25,7 @@ class BrokerContext:
     producer_ids: ProducerIdManager
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
+    fetch_manager: FetchManager
 
     @property
     def node_id(self) -> int:

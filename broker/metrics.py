@@ -10,6 +10,11 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
 - the log cleaner (`LogCleanerCollector`, registered by `register_log_cleaner`): Kafka's LogCleaner and
   LogCleanerManager gauges under the JMX exporter's names (spec §3.1 formulas) and per-partition gauges
   `minikafka_log_cleaner_*{topic,partition}`; see README's metrics table.
+- fetch sessions (`FetchSessionCollector`, registered by `register_fetch_sessions`): Kafka's FetchSessionCache
+  metrics `kafka_server_fetchsessioncache_numincrementalfetchsessions`, `..._numincrementalfetchpartitionscached`
+  and `..._incrementalfetchsessionevictions_total` (IncrementalFetchSessionEvictionsPerSec), plus
+  `minikafka_fetch_context_requests_total{context}`: Fetch requests by how they were served (sessionless, full,
+  incremental, session_error).
 Counters are updated from the event-loop thread; scrapes run in the HTTP task on the same loop.
 """
 
@@ -21,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from minikafka.broker.fetch_manager import FetchManager
 from minikafka.cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
 from minikafka.storage.unified_log import UnifiedLog
 
@@ -128,6 +134,31 @@ class LogCleanerCollector(Collector):
         yield from (ratio, dirty, delay, max_lag, since, tombstones, records, removed, failing)
 
 
+class FetchSessionCollector(Collector):
+    """Reads the fetch session cache and the fetch-context counts at scrape time (same event loop)."""
+
+    CONTEXTS = ("sessionless", "full", "incremental", "session_error")
+
+    def __init__(self, manager: FetchManager) -> None:
+        self._manager = manager
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        cache = self._manager.cache
+        prefix = "kafka_server_fetchsessioncache_"
+        yield GaugeMetricFamily(prefix + "numincrementalfetchsessions", "Incremental fetch sessions cached",
+                                value=len(cache))
+        yield GaugeMetricFamily(prefix + "numincrementalfetchpartitionscached",
+                                "Partitions cached over all incremental fetch sessions", value=cache.total_partitions)
+        yield CounterMetricFamily(prefix + "incrementalfetchsessionevictions",
+                                  "Fetch sessions evicted to make room for new ones (Kafka's "
+                                  "IncrementalFetchSessionEvictionsPerSec)", value=cache.evictions)
+        contexts = CounterMetricFamily("minikafka_fetch_context_requests",
+                                       "Fetch requests by the fetch context that served them", labels=["context"])
+        for kind in self.CONTEXTS:
+            contexts.add_metric([kind], self._manager.contexts[kind])
+        yield contexts
+
+
 class BrokerMetrics:
     """Request, byte and partition metrics of one broker."""
 
@@ -158,6 +189,9 @@ class BrokerMetrics:
 
     def register_log_cleaner(self, cleaner: LogCleaner, log_dir: str) -> None:
         self.registry.register(LogCleanerCollector(cleaner, log_dir))
+
+    def register_fetch_sessions(self, manager: FetchManager) -> None:
+        self.registry.register(FetchSessionCollector(manager))
 
     def observe_request(self, request_name: str, seconds: float) -> None:
         self.requests.labels(request_name).inc()

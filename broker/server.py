@@ -20,6 +20,8 @@ from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
+from minikafka.broker.fetch_manager import FetchManager
+from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import LoopScheduler
@@ -57,6 +59,12 @@ class KafkaServer:
         self.log_cleaner = LogCleaner(self.log_manager, config.cleaner, self.clock,
                                       prestart_delay_s=CLEANER_PRESTART_DELAY_S)
         self.metrics.register_log_cleaner(self.log_cleaner, str(config.log_dir))
+        self.fetch_manager = FetchManager(
+            FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]),
+                              int(config["minikafka.incremental.fetch.session.eviction.ms"])),
+            self.clock.monotonic_ms,
+        )
+        self.metrics.register_fetch_sessions(self.fetch_manager)
         self.socket_server: SocketServer | None = None
         self.admin_http: AdminHttpServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -98,6 +106,7 @@ class KafkaServer:
             producer_ids=producer_ids,
             group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator,
+            fetch_manager=self.fetch_manager,
         )
         listener = self.config.listener
         self.socket_server = SocketServer(

@@ -4,9 +4,11 @@ Only implemented APIs are listed (advertising an API makes clients use it). Rang
 column of kafka-protocol-notes §2. Two deliberate quirks, both as Apache Kafka 4.x does: Produce is
 advertised from v0 (older librdkafka stops compressing otherwise) although only v3+ is accepted, and
 JoinGroup/SyncGroup/Heartbeat/LeaveGroup from v0 (older librdkafka gates its group consumer on it).
-The admin describe APIs (DescribeLogDirs, DescribeCluster, DescribeProducers, DescribeTopicPartitions) use
-Kafka 4.x's ranges. GetTelemetrySubscriptions/PushTelemetry (71/72) are absent on purpose: Apache Kafka 4.x
-advertises them only when a client-telemetry receiver plugin is configured, so clients never send them here.
+Fetch is 4-18 as Apache Kafka 4.3.1 advertises it (4.0 stops at 17; v18 only adds a follower's tagged field):
+incremental fetch sessions (KIP-227) and, from v13, topic ids (KIP-516). The admin describe APIs
+(DescribeLogDirs, DescribeCluster, DescribeProducers, DescribeTopicPartitions) use Kafka 4.x's ranges.
+GetTelemetrySubscriptions/PushTelemetry (71/72) are absent on purpose: Apache Kafka 4.x advertises them only
+when a client-telemetry receiver plugin is configured, so clients never send them here.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class ApiKey(IntEnum):
 #: (min, max) advertised per implemented API.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 9),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),

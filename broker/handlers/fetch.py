@@ -1,66 +1,162 @@
-"""Fetch (key 1), v4-12, sessionless: every requested partition is answered, with session_id 0.
+"""Fetch (key 1), v4-18, with incremental fetch sessions (KIP-227) and topic ids from v13 (KIP-516).
 
-Long polling (max_wait_ms/min_bytes) is the ReplicaManager's; this module maps the request to
-`FetchPartitionRequest`s and the reads back to the response, partition errors included. read_committed
-(isolation_level 1) reads stop at the last stable offset and list the aborted transactions overlapping the
-returned batches, which the consumer uses to drop those producers' records; read_uncommitted sends null.
+As Kafka's KafkaApis.handleFetchRequest: the request's partitions (named by topic id from v13, resolved to names
+here) and its session metadata go to the FetchManager, whose context says which partitions to read; partitions of
+unknown topic ids (UNKNOWN_TOPIC_ID) or unknown topics/partitions (UNKNOWN_TOPIC_OR_PARTITION) are answered
+without a read, the rest are read by the ReplicaManager (long poll: max_wait_ms/min_bytes; read_committed stops
+at the last stable offset and lists the aborted transactions, read_uncommitted sends null), and the context
+chooses what to send: everything for a full fetch, only changed partitions for an incremental one. A partition
+read by topic id whose topic was meanwhile recreated under another id gets INCONSISTENT_TOPIC_ID.
+Event-loop thread only.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.replica_manager import FetchPartitionRequest
+from minikafka.broker.fetch_context import FetchResponseData
+from minikafka.broker.fetch_manager import TOPIC_ID_VERSION
+from minikafka.broker.fetch_session import ZERO_UUID, PartitionData, TopicIdPartition
+from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import (
+    InconsistentTopicIdError,
+    KafkaError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from minikafka.protocol.messages import response_class
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
-    requests = [
-        FetchPartitionRequest(
-            topic=topic.topic,
-            partition=partition.partition,
-            fetch_offset=partition.fetch_offset,
-            partition_max_bytes=partition.partition_max_bytes,
-            current_leader_epoch=partition.current_leader_epoch if event.api_version >= 9 else -1,
-        )
-        for topic in request.topics
-        for partition in topic.partitions
-    ]
+    version = event.api_version
+    uses_topic_ids = version >= TOPIC_ID_VERSION
+    topic_names: dict[uuid.UUID, str] = (
+        {metadata.topic_id: name for name, metadata in ctx.replica_manager.topics().items()} if uses_topic_ids
+        else {}
+    )
+    fetch_data: dict[TopicIdPartition, PartitionData] = {}
+    for topic in request.topics:
+        for partition in topic.partitions:
+            fetch_data[_topic_partition(topic, partition.partition, uses_topic_ids, topic_names)] = PartitionData(
+                fetch_offset=partition.fetch_offset,
+                partition_max_bytes=partition.partition_max_bytes,
+                current_leader_epoch=partition.current_leader_epoch if version >= 9 else -1,
+                log_start_offset=partition.log_start_offset,
+                last_fetched_epoch=partition.last_fetched_epoch if version >= 12 else -1,
+            )
+    forgotten_topics = (request.forgotten_topics_data or []) if version >= 7 else []
+    to_forget = [_topic_partition(topic, index, uses_topic_ids, topic_names)
+                 for topic in forgotten_topics for index in topic.partitions]
+    context = ctx.fetch_manager.new_context(
+        version,
+        request.session_id if version >= 7 else 0,
+        request.session_epoch if version >= 7 else -1,
+        _is_from_follower(request, version),
+        fetch_data, to_forget, topic_names,
+    )
+
+    erroneous: dict[TopicIdPartition, PartitionRead] = {}
+    interesting: list[tuple[TopicIdPartition, PartitionData]] = []
+    for topic_partition, data in context.partitions():
+        error = _metadata_error(ctx, topic_partition)
+        if error is not None:
+            erroneous[topic_partition] = PartitionRead(error, b"")
+        else:
+            interesting.append((topic_partition, data))
     reads = await ctx.replica_manager.fetch(
-        requests,
+        [
+            FetchPartitionRequest(
+                topic=str(topic_partition.topic),
+                partition=topic_partition.partition,
+                fetch_offset=data.fetch_offset,
+                partition_max_bytes=data.partition_max_bytes,
+                current_leader_epoch=data.current_leader_epoch,
+            )
+            for topic_partition, data in interesting
+        ],
         max_wait_ms=request.max_wait_ms,
         min_bytes=request.min_bytes,
         max_bytes=request.max_bytes,
         isolation_level=request.isolation_level,
     )
-    cls = response_class(ApiKey.FETCH, event.api_version)
+    updates: dict[TopicIdPartition, PartitionRead] = {}
+    for topic_partition, _data in interesting:
+        updates[topic_partition] = _check_topic_id(ctx, topic_partition,
+                                                   reads[(str(topic_partition.topic), topic_partition.partition)])
+    updates.update(erroneous)  # Kafka answers the partitions refused before the read last
+    return _response(version, context.update_and_generate_response(updates))
+
+
+def _topic_partition(topic: Any, partition: int, uses_topic_ids: bool,
+                     topic_names: dict[uuid.UUID, str]) -> TopicIdPartition:
+    if uses_topic_ids:
+        return TopicIdPartition(topic.topic_id, topic_names.get(topic.topic_id), partition)
+    return TopicIdPartition(ZERO_UUID, topic.topic, partition)
+
+
+def _is_from_follower(request: Any, version: int) -> bool:
+    """Kafka's isFromFollower: a replica id >= 0 (v15+: in the tagged ReplicaState). Follower sessions are
+    privileged in the FetchSessionCache."""
+    if version >= 15:
+        return request.replica_state is not None and request.replica_state.replica_id >= 0
+    return bool(request.replica_id >= 0)
+
+
+def _metadata_error(ctx: BrokerContext, topic_partition: TopicIdPartition) -> KafkaError | None:
+    if topic_partition.topic is None:
+        return UnknownTopicIdError(f"Topic id {topic_partition.topic_id} does not exist")
+    try:
+        ctx.replica_manager.require_partition(topic_partition.topic, topic_partition.partition)
+    except UnknownTopicOrPartitionError as error:
+        return error
+    return None
+
+
+def _check_topic_id(ctx: BrokerContext, topic_partition: TopicIdPartition, read: PartitionRead) -> PartitionRead:
+    """Kafka's ReplicaManager check that the log read has the topic id the fetcher named (the topic may have been
+    deleted and recreated while the fetch waited)."""
+    if topic_partition.topic_id == ZERO_UUID or read.error is not None:
+        return read
+    metadata = ctx.replica_manager.topic(str(topic_partition.topic))
+    if metadata is not None and metadata.topic_id != topic_partition.topic_id:
+        return PartitionRead(InconsistentTopicIdError(
+            "Topic ID in the fetch session did not match the topic ID in the log."), b"")
+    return read
+
+
+def _response(version: int, data: FetchResponseData) -> Any:
+    """Group consecutive partitions of the same topic into one topic entry, as Kafka's FetchResponse.of does."""
+    cls = response_class(ApiKey.FETCH, version)
     topic_cls = cls.FetchableTopicResponse
     partition_cls = topic_cls.PartitionData
     aborted_cls = partition_cls.AbortedTransaction
-    responses = []
-    for topic in request.topics:
-        partitions = []
-        for partition in topic.partitions:
-            read = reads[(topic.topic, partition.partition)]
-            partitions.append(
-                partition_cls(
-                    partition_index=partition.partition,
-                    error_code=read.error.error_code if read.error is not None else ErrorCode.NONE,
-                    high_watermark=read.high_watermark,
-                    last_stable_offset=read.last_stable_offset,
-                    log_start_offset=read.log_start_offset,
-                    aborted_transactions=None if read.aborted_transactions is None else [
-                        aborted_cls(producer_id=producer_id, first_offset=first_offset)
-                        for producer_id, first_offset in read.aborted_transactions
-                    ],
-                    preferred_read_replica=-1,
-                    records=read.records,
-                )
+    uses_topic_ids = version >= TOPIC_ID_VERSION
+    responses: list[Any] = []
+    previous: object = None
+    for topic_partition, read in data.partitions:
+        topic_key = topic_partition.topic_id if uses_topic_ids else topic_partition.topic
+        if not responses or topic_key != previous:
+            naming = {"topic_id": topic_partition.topic_id} if uses_topic_ids else {"topic": topic_partition.topic}
+            responses.append(topic_cls(partitions=[], **naming))
+            previous = topic_key
+        responses[-1].partitions.append(
+            partition_cls(
+                partition_index=topic_partition.partition,
+                error_code=read.error.error_code if read.error is not None else 0,
+                high_watermark=read.high_watermark,
+                last_stable_offset=read.last_stable_offset,
+                log_start_offset=read.log_start_offset,
+                aborted_transactions=None if read.aborted_transactions is None else [
+                    aborted_cls(producer_id=producer_id, first_offset=first_offset)
+                    for producer_id, first_offset in read.aborted_transactions
+                ],
+                preferred_read_replica=-1,
+                records=read.records,
             )
-        responses.append(topic_cls(topic=topic.topic, partitions=partitions))
-    return cls(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=responses)
+        )
+    return cls(throttle_time_ms=0, error_code=data.error_code, session_id=data.session_id, responses=responses)

@@ -13,6 +13,8 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
+from minikafka.broker.fetch_manager import FetchManager
+from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.handlers import fetch as fetch_handler
 from minikafka.broker.handlers import list_offsets as list_offsets_handler
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
@@ -110,7 +112,9 @@ async def test_fetch_response_carries_aborted_transactions(replica_manager: Repl
             request_fields["rack_id"] = ""
         request = FetchRequest[version](**request_fields)
         event = RequestReceived(ApiKey.FETCH, version, 1, "test", request, 0)
-        response = await fetch_handler.handle(SimpleNamespace(replica_manager=rm), event)  # type: ignore[arg-type]
+        sessions = FetchManager(FetchSessionCache(1), FakeClock().monotonic_ms)
+        ctx = SimpleNamespace(replica_manager=rm, fetch_manager=sessions)
+        response = await fetch_handler.handle(ctx, event)  # type: ignore[arg-type]
         assert encode_response(response, 1)
         return response.responses[0].partitions[0]
 

@@ -59,10 +59,13 @@ def run_java_client(
     partitions: int = 3,
     timeout_ms: int = 30_000,
     max_per_partition: int | None = None,
+    producer_config: dict[str, str] | None = None,
+    consumer_config: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run InteropClient and return its JSON summary (see the class comment for the schema).
 
     `max_per_partition` applies to mode "consume-commit" only: process at most that many records per partition.
+    `producer_config`/`consumer_config` add client properties (modes produce/consume/produce-consume).
     """
     jar = ensure_built()
     args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
@@ -71,6 +74,9 @@ def run_java_client(
         args += ["--group", group]
     if max_per_partition is not None:
         args += ["--max-per-partition", str(max_per_partition)]
+    for option, config in (("--producer-config", producer_config), ("--consumer-config", consumer_config)):
+        if config:
+            args += [option, ",".join(f"{key}={value}" for key, value in config.items())]
     command = ["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", MAIN_CLASS, *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60)
     return parse_summary(done, "Java client")

@@ -40,9 +40,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Modes: produce, consume, produce-consume (above; a group consume also prints "first_offset" per partition
  * and commits what it read) and consume-commit (see consumeCommit: process --count records in --group,
  * commitSync them, exit).
+ *
+ * Optional --producer-config and --consumer-config "k=v,k=v" add client properties (e.g. small batches and
+ * fetch sizes, so that a consume takes many fetches).
  */
 public final class InteropClient {
     private InteropClient() {}
+
+    static final Map<String, String> PRODUCER_CONFIG = new HashMap<>();
+    static final Map<String, String> CONSUMER_CONFIG = new HashMap<>();
 
     public static void main(String[] argv) throws Exception {
         Map<String, String> args = parseArgs(argv);
@@ -53,6 +59,8 @@ public final class InteropClient {
         String mode = args.getOrDefault("mode", "produce-consume");
         String group = args.get("group");
         long timeoutMs = Long.parseLong(args.getOrDefault("timeout-ms", "30000"));
+        PRODUCER_CONFIG.putAll(parseConfig(args.getOrDefault("producer-config", "")));
+        CONSUMER_CONFIG.putAll(parseConfig(args.getOrDefault("consumer-config", "")));
 
         StringBuilder json = new StringBuilder("{\"client\":\"java\",\"topic\":").append(quote(topic));
         if (mode.equals("consume-commit")) {
@@ -91,6 +99,7 @@ public final class InteropClient {
         props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        props.putAll(PRODUCER_CONFIG);
         List<Future<RecordMetadata>> futures = new ArrayList<>();
         List<String> lines = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
@@ -135,6 +144,7 @@ public final class InteropClient {
         if (group != null) {
             props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         }
+        props.putAll(CONSUMER_CONFIG);
         List<String> lines = new ArrayList<>();
         Map<Integer, Long> lastOffset = new TreeMap<>();
         Map<Integer, Long> firstOffset = new TreeMap<>();
@@ -274,6 +284,20 @@ public final class InteropClient {
 
     static String quote(String s) {
         return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    static Map<String, String> parseConfig(String spec) {
+        Map<String, String> config = new HashMap<>();
+        for (String pair : spec.split(",")) {
+            if (!pair.isEmpty()) {
+                int eq = pair.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("expected key=value, got " + pair);
+                }
+                config.put(pair.substring(0, eq), pair.substring(eq + 1));
+            }
+        }
+        return config;
     }
 
     static Map<String, String> parseArgs(String[] argv) {
