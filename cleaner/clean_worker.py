@@ -16,8 +16,11 @@ Decisions (DESIGN decision 6, issue 4 item 3):
 - The parent sends a picklable `CleanJob`: partition directory, base offsets of the segments below the first
   uncleanable offset (the only ones a round reads: the map pass stops there and the recopy pass ends at the
   map's end offset), the round's offsets and `now_ms`, the four topic configs the core reads, the producer
-  view. The worker opens those segments by path (it never writes, truncates or closes-with-flush them) and
-  runs `Cleaner.clean`.
+  view, and the aborted transactions overlapping those segments, read from the whole log's `.txnindex` files
+  (an entry lives in its ABORT marker's segment, which may be at or above the first uncleanable offset: with
+  only the sources' indexes an aborted record there was mapped as its key's latest and removed the committed
+  value under it; bench.kill_loop found it). The worker opens those segments by path (it never writes,
+  truncates or closes-with-flush them) and runs `Cleaner.clean`.
 - Each finished group is announced to the parent (base offset of the `.cleaned` segment, source base
   offsets, tombstones counted in the worker) and the worker WAITS for the answer: the parent opens the
   `.cleaned` segment and swaps it in with `UnifiedLog.replace_segments` against the live source segments,
@@ -64,6 +67,7 @@ from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
 from minikafka.storage.transaction_index import AbortedTransaction
+from minikafka.storage.unified_log import collect_aborted_transactions
 
 logger = logging.getLogger("minikafka.cleaner.clean_worker")
 
@@ -114,6 +118,9 @@ class CleanJob:
     config: TopicValues
     producers: dict[int, LastProducerRecord]
     io_report_bytes: int = _IO_REPORT_BYTES
+    #: aborted transactions overlapping the sources, read by the parent from the WHOLE log: an entry lives in the
+    #: `.txnindex` of its ABORT marker's segment, which may be at or above the first uncleanable offset
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +249,11 @@ class CleanWorker:
         report_bytes = _IO_REPORT_BYTES
         if throttle_rate_per_sec < 1e300:
             report_bytes = int(min(_IO_REPORT_BYTES, max(4096.0, throttle_rate_per_sec / 10)))
+        aborted = collect_aborted_transactions(segments, sources[0].base_offset, first_uncleanable_offset) \
+            if sources else []
         job = CleanJob(str(directory), tuple((s.base_offset, s.suffix) for s in sources), first_dirty_offset,
-                       first_uncleanable_offset, now_ms, TopicValues.of(config), dict(producers), report_bytes)
+                       first_uncleanable_offset, now_ms, TopicValues.of(config), dict(producers), report_bytes,
+                       tuple(aborted))
         outcome = WorkerRound(CleaningResult(first_dirty_offset, [], CleanerStats()))
         busy = False  # the worker is inside the job (an abort must reach it) until "done" or "error"
         try:
@@ -500,7 +510,9 @@ def _run_job(conn: Connection, channel: _WorkerChannel, clock: _JobClock, cleane
         result = cleaner.clean(
             segments, first_dirty_offset=job.first_dirty_offset,
             first_uncleanable_offset=job.first_uncleanable_offset, now_ms=job.now_ms, config=job.config,
-            producers=job.producers, on_group_cleaned=hand_over)
+            producers=job.producers, collect_aborted_transactions=lambda start, upper: [
+                t for t in job.aborted_transactions if t.last_offset >= start and t.first_offset < upper],
+            on_group_cleaned=hand_over)
         conn.send(("done", channel.take_io(), result.end_offset, result.stats))
     except _AbortedByParent:
         remove_cleaned_files(directory, base_offsets)

@@ -254,3 +254,37 @@ def test_worker_killed_mid_round_raises_crashed_and_its_cleaned_files_are_remove
         assert worker.pid is None and cleaned_files(log.dir) == [] and latest_by_key(log) == before
     finally:
         worker.close()
+
+
+@pytest.mark.parametrize("config", [IN_THREAD, IN_PROCESS], ids=["thread", "process"])
+def test_aborted_transaction_whose_marker_is_past_the_cleanable_range_does_not_supersede_a_committed_value(
+    tmp_path: Path, clock: FakeClock, config: CleanerConfig
+) -> None:
+    """bench.kill_loop found this (worker path only): an ABORT marker's `.txnindex` entry lives in the marker's
+    segment. When the aborted records sit below the first uncleanable offset and the marker above it, the worker,
+    which opened only the segments below, did not see the entry: the aborted record went into the offset map as
+    the key's latest and the committed value under it was removed, so read_committed lost the key."""
+    manager = _manager(tmp_path / "data", clock)
+    manager.create_topic("t", 1, COMPACT)
+    log = manager.get_log("t", 0)
+    assert log is not None
+
+    def send(value: bytes, sequence: int) -> None:
+        log.append_as_leader(build_batch([Record(0, T0, b"k", value)], base_offset=0, producer_id=7,
+                                         producer_epoch=0, base_sequence=sequence, is_transactional=True))
+
+    send(b"committed", 0)                                      # 0
+    log.append_transaction_marker(7, 0, 0, commit=True)        # 1
+    log.roll()
+    send(b"aborted", 1)                                        # 2
+    log.roll()
+    log.append_transaction_marker(7, 0, 0, commit=False)       # 3, in the active segment
+    assert log.last_stable_offset == 4 and [s.base_offset for s in log.segments()] == [0, 2, 3]
+    cleaner = LogCleaner(manager, config, clock)
+    try:
+        assert cleaner.run_once(cleaner.workers[0]) is True
+        assert manager.cleaner_offset_checkpoint.read() == {("t", 0): 3}
+        assert (0, b"k", b"committed") in records(log), records(log)
+    finally:
+        cleaner.shutdown()
+        manager.shutdown()
