@@ -107,10 +107,7 @@ class AdminManager:
         return dict(metadata.config_overrides)
 
     def topic_name_for_id(self, topic_id: object) -> str | None:
-        for name, metadata in self.log_manager.topics().items():
-            if metadata.topic_id == topic_id:
-                return name
-        return None
+        return self.log_manager.topic_name_for_id(topic_id)
 
     def describe_configs_for_overrides(self, overrides: Mapping[str, str]) -> list[ConfigEntry]:
         entries = LogConfig.describe(overrides, self.config.props)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -236,6 +237,9 @@ class ReplicaManager:
 
     def topic(self, name: str) -> TopicMetadata | None:
         return self.log_manager.topic(name)
+
+    def topic_names_by_id(self) -> dict[uuid.UUID, str]:
+        return self.log_manager.topic_names_by_id()
 
     def require_partition(self, topic: str, partition: int) -> None:
         metadata = self.log_manager.topic(topic)

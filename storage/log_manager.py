@@ -89,6 +89,7 @@ class LogManager:
         self.clock = clock
         self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}  # topic id -> name, kept with _topics (Fetch v13+ per request)
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
         self._recovery_checkpoint = OffsetCheckpointFile(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         self._log_start_checkpoint = OffsetCheckpointFile(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
@@ -111,6 +112,7 @@ class LogManager:
                 if path.is_dir() and path.name.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(path, ignore_errors=True)
             self._topics = self._read_registry()
+            self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()}
             self._remove_orphan_partition_dirs()
             recovery_points = self._recovery_checkpoint.read()
             log_starts = self._log_start_checkpoint.read()
@@ -196,6 +198,7 @@ class LogManager:
                 shutil.rmtree(self.log_dir / f"{name}-{partition}", ignore_errors=True)
                 self._logs[(name, partition)] = self._open_log(meta, partition, 0, 0, True)
             self._topics[name] = meta
+            self._names_by_id[meta.topic_id] = name
             self._write_registry()
             return meta
 
@@ -209,6 +212,7 @@ class LogManager:
         with self._lock:
             meta = self._require(name)
             del self._topics[name]
+            self._names_by_id.pop(meta.topic_id, None)
             self._write_registry()
             logs = [self._logs.pop((name, p)) for p in range(meta.num_partitions) if (name, p) in self._logs]
         for log in logs:
@@ -288,6 +292,14 @@ class LogManager:
     def topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
             return self._topics.get(name)
+
+    def topic_name_for_id(self, topic_id: object) -> str | None:
+        with self._lock:
+            return self._names_by_id.get(topic_id)  # type: ignore[call-overload]
+
+    def topic_names_by_id(self) -> dict[uuid.UUID, str]:
+        with self._lock:
+            return dict(self._names_by_id)
 
     def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
         with self._lock:

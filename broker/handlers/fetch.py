@@ -35,10 +35,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
     request = event.request
     version = event.api_version
     uses_topic_ids = version >= TOPIC_ID_VERSION
-    topic_names: dict[uuid.UUID, str] = (
-        {metadata.topic_id: name for name, metadata in ctx.replica_manager.topics().items()} if uses_topic_ids
-        else {}
-    )
+    topic_names = ctx.replica_manager.topic_names_by_id() if uses_topic_ids else {}
     fetch_data: dict[TopicIdPartition, PartitionData] = {}
     for topic in request.topics:
         for partition in topic.partitions:
