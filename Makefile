@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 # Source folders that install as minikafka.<folder> (pyproject.toml's package-dir).
-PACKAGES := protocol storage cleaner broker testing
+PACKAGES := protocol storage cleaner broker testing pipeline
 # mypy cannot follow setuptools' editable import hook, so it reads the packages through a tree of symlinks
 # named the way they install (minikafka/<folder> -> <folder>).
 MYPY_PATH := $(VENV)/mypy-path

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 
 pytest_plugins = ["pytester"]
@@ -37,3 +38,37 @@ def broker_factory(tmp_path: Path) -> Iterator[object]:
     yield make
     for process in started:
         process.stop()
+
+
+# Apache Kafka side by side: `target_bootstrap` runs a test once against Apache Kafka and once against minikafka
+# (the `broker` fixture), so every scenario is proven against the real thing first.
+TARGETS = ["apache", "minikafka"]
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+    """One Apache Kafka node for the whole session; skipped (visibly) when Java/Maven or the jars are missing."""
+    try:
+        lib_dir = ensure_kafka_jars()
+    except KafkaHarnessError as exc:
+        pytest.skip(f"Apache Kafka unavailable: {exc}")
+    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), lib_dir=lib_dir)
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def target_bootstrap(target: str, request: pytest.FixtureRequest) -> str:
+    """Bootstrap servers of the broker under test: Apache Kafka (session) or minikafka (`broker` fixture)."""
+    fixture = "apache_kafka" if target == "apache" else "broker"
+    bootstrap: str = request.getfixturevalue(fixture).bootstrap
+    return bootstrap
