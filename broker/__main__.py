@@ -1,6 +1,9 @@
 """The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...]` and
 `minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL]` (asks a running broker to clean now
-through `POST /admin/compact` on its metrics/admin port and prints what was removed)."""
+through `POST /admin/compact` on its metrics/admin port and prints what was removed).
+
+Further subcommands (`snapshot`, `audit` from minikafka.pipeline) come from the `minikafka.commands` entry points:
+each is a `register(subparsers)` that adds its parser with a `handler`; the broker never imports them."""
 
 from __future__ import annotations
 
@@ -102,6 +105,16 @@ def compact(args: argparse.Namespace) -> int:
     return 0 if all(e["status"] in ("cleaned", "nothing_to_clean") for e in result["results"]) else 1
 
 
+BUILT_IN_COMMANDS = ("serve", "compact")
+
+
+def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from importlib.metadata import entry_points
+
+    for entry_point in entry_points(group="minikafka.commands"):
+        entry_point.load()(commands)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -118,7 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     compact_parser.add_argument("--json", action="store_true", help="print the broker's JSON reply")
     compact_parser.add_argument("--admin-url", default="http://127.0.0.1:9404",
                                 help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in BUILT_IN_COMMANDS:  # `serve` starts without scanning entry points
+        _register_plugin_commands(commands)
     args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is not None:
+        exit_code: int = args.handler(args)
+        return exit_code
     if args.command == "compact":
         return compact(args)
     logging.basicConfig(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
 
 from minikafka.broker.admin_http import AdminHttpServer
 from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.cleaner_state import cleaner_state
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
@@ -120,6 +122,7 @@ class KafkaServer:
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry
             )
             self.admin_http.routes[("POST", "/admin/compact")] = self._admin_compact
+            self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             await self.admin_http.start()
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
         self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
@@ -234,6 +237,20 @@ class KafkaServer:
         if wait:
             await asyncio.to_thread(request.wait, timeout_s)
         return reply(200 if request.done.is_set() else 202, request.to_json())
+
+    async def _admin_cleaner_state(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """`GET /admin/cleaner-state?topic=T`: cleaner checkpoints and compaction configs (broker/cleaner_state.py)."""
+        topic = query.get("topic", [""])[0]
+        if not topic:
+            return 400, "application/json", b'{"error": "missing topic parameter"}\n'
+        try:
+            state = await asyncio.to_thread(
+                functools.partial(
+                    cleaner_state, self.log_manager, self.log_cleaner, topic, self.clock.time_ms(),
+                    roll_check_interval_ms=int(self.config["minikafka.log.roll.check.interval.ms"])))
+        except UnknownTopicOrPartitionError as error:
+            return 404, "application/json", json.dumps({"error": error.message or str(error)}).encode() + b"\n"
+        return 200, "application/json", json.dumps(state).encode() + b"\n"
 
     async def _checkpoint_recovery_points(self) -> None:
         await asyncio.to_thread(self.log_manager.checkpoint_recovery_points)

@@ -511,6 +511,19 @@ class LogCleaner:
             result.status = "cleaned" if result.rounds else "nothing_to_clean"
         return result
 
+    # ------------------------------------------------------------------ state
+    def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
+        """The cleaner-offset-checkpoint entries: below its entry a partition holds at most one record per key."""
+        return self.manager.read_checkpoints()
+
+    def cleaning_record(self, log: UnifiedLog) -> PartitionCleaningRecord:
+        """A copy of the running totals of `log` (fresh ones if it was never cleaned or was recreated)."""
+        with self._lock:
+            record = self._records.get((log.topic, log.partition))
+            if record is None or record.log_identity != id(log):
+                return PartitionCleaningRecord(log_identity=id(log))
+            return PartitionCleaningRecord(**{k: getattr(record, k) for k in record.__slots__})
+
     # ------------------------------------------------------------------ metrics
     def metrics(self, statuses: list[PartitionCleaningStatus] | None = None) -> CleanerMetrics:
         """Broker-wide gauges; `statuses` (from `partition_status`) supplies uncleanable bytes."""
@@ -559,13 +572,8 @@ class LogCleaner:
                     max_compaction_lag_ms=config.max_compaction_lag_ms, now_ms=now_ms)
             except Exception:  # a segment deleted under us; the next scrape is consistent again
                 continue
-            with self._lock:
-                record = self._records.get(tp)
-                if record is None or record.log_identity != id(log):
-                    record = PartitionCleaningRecord(log_identity=id(log))
-                record = PartitionCleaningRecord(**{k: getattr(record, k) for k in record.__slots__})
             statuses.append(PartitionCleaningStatus(
                 log.topic, log.partition, to_clean.cleanable_ratio, to_clean.cleanable_bytes, delay_ms,
-                config.max_compaction_lag_ms, record))
+                config.max_compaction_lag_ms, self.cleaning_record(log)))
         return statuses
 
