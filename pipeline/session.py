@@ -58,6 +58,8 @@ def build_spark_session(
         # A laptop/CI machine: no web UI, and a handful of shuffle partitions instead of 200 empty ones.
         settings["spark.ui.enabled"] = "false"
         settings["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 1)))
+        # Delta reads its log with 50 partitions by default (sized for clusters): seconds per MERGE on a laptop
+        settings["spark.databricks.delta.snapshotPartitions"] = settings["spark.sql.shuffle.partitions"]
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if fast_start:
         settings["spark.driver.extraJavaOptions"] = FAST_START_JAVA_OPTIONS

@@ -39,7 +39,6 @@ class BatchProgress:
 
     batch_id: int
     rows_read: int
-    keys_in_batch: int
     rows_inserted: int
     rows_updated: int
     rows_deleted: int
@@ -109,7 +108,6 @@ def merge_batch(table_path: str, batch: DataFrame, batch_id: int) -> BatchProgre
         latest = latest_per_key(batch)
         latest.createOrReplaceTempView(view)
         try:
-            keys = int(latest.count())
             stats = spark.sql(f"""
                 MERGE INTO delta.{_quoted_path(table_path)} AS t
                 USING {view} AS s
@@ -123,7 +121,7 @@ def merge_batch(table_path: str, batch: DataFrame, batch_id: int) -> BatchProgre
     finally:
         batch.unpersist()
     return BatchProgress(
-        batch_id=batch_id, rows_read=rows_read, keys_in_batch=keys,
+        batch_id=batch_id, rows_read=rows_read,
         rows_inserted=int(stats.get("num_inserted_rows", 0)), rows_updated=int(stats.get("num_updated_rows", 0)),
         rows_deleted=int(stats.get("num_deleted_rows", 0)), offsets_reached=reached,
     )

@@ -34,7 +34,9 @@ def spark() -> Iterator[SparkSession]:
         app_name="minikafka-tests",
         jars=jars,
         fast_start=True,
-        conf={"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"},
+        # tiny data: adaptive re-planning and more than 2 partitions only add scheduling time
+        conf={"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
+              "spark.databricks.delta.snapshotPartitions": "1", "spark.sql.adaptive.enabled": "false"},
     )
     try:
         yield session
