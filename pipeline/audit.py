@@ -234,8 +234,10 @@ def audit(
     grace_ms: int = DEFAULT_GRACE_MS,
     kafka_options: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> AuditReport:
-    """`run_audit` with a session of its own (built by `build_spark_session(master)`) unless one is given."""
-    session = spark if spark is not None else build_spark_session(master, app_name=f"minikafka-audit-{topic}")
+    """`run_audit` with a session of its own (`build_spark_session(master, conf=spark_conf)`) unless one is given."""
+    session = spark if spark is not None else build_spark_session(
+        master, app_name=f"minikafka-audit-{topic}", conf=spark_conf)
     return run_audit(session, bootstrap_servers, topic, admin_url=admin_url, grace_ms=grace_ms,
                      kafka_options=kafka_options)

@@ -11,12 +11,12 @@ from typing import Any
 from minikafka.pipeline.session import SparkUnavailableError
 
 
-def _kafka_options(pairs: list[str]) -> dict[str, str]:
+def _pairs(flag: str, pairs: list[str]) -> dict[str, str]:
     options: dict[str, str] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")
         if not separator or not key.strip():
-            raise SystemExit(f"--kafka-option expects key=value, got {pair!r}")
+            raise SystemExit(f"{flag} expects key=value, got {pair!r}")
         options[key.strip()] = value.strip()
     return options
 
@@ -27,6 +27,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help="Spark master URL (default: local[*])")
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an option for Spark's Kafka source, e.g. kafka.security.protocol=SSL")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (e.g. spark.driver.memory=4g)")
 
 
 def register_snapshot(commands: Any) -> None:
@@ -57,7 +59,8 @@ def run_snapshot_command(args: argparse.Namespace) -> int:
         result = snapshot(
             args.bootstrap_servers, args.topic, args.table, checkpoint_path=args.checkpoint, master=args.master,
             continuous=args.continuous, trigger_interval=args.trigger_interval,
-            kafka_options=_kafka_options(args.kafka_option), on_batch=print_progress,
+            kafka_options=_pairs("--kafka-option", args.kafka_option), spark_conf=_pairs("--conf", args.conf),
+            on_batch=print_progress,
         )
     except SparkUnavailableError as error:
         print(f"minikafka snapshot: {error}", file=sys.stderr)
@@ -77,7 +80,7 @@ def run_audit_command(args: argparse.Namespace) -> int:
         report = audit(
             args.bootstrap_servers, args.topic, admin_url=admin_url, master=args.master,
             grace_ms=DEFAULT_GRACE_MS if args.grace_ms is None else args.grace_ms,
-            kafka_options=_kafka_options(args.kafka_option),
+            kafka_options=_pairs("--kafka-option", args.kafka_option), spark_conf=_pairs("--conf", args.conf),
         )
     except SparkUnavailableError as error:
         print(f"minikafka audit: {error}", file=sys.stderr)

@@ -181,10 +181,12 @@ def snapshot(
     trigger_interval: str = "10 seconds",
     kafka_options: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
+    spark_conf: Mapping[str, str] | None = None,
     on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> SnapshotResult:
-    """`run_snapshot` with a session of its own (built by `build_spark_session(master)`) unless one is given."""
-    session = spark if spark is not None else build_spark_session(master, app_name=f"minikafka-snapshot-{topic}")
+    """`run_snapshot` with a session of its own (`build_spark_session(master, conf=spark_conf)`) unless one is given."""
+    session = spark if spark is not None else build_spark_session(
+        master, app_name=f"minikafka-snapshot-{topic}", conf=spark_conf)
     return run_snapshot(
         session, bootstrap_servers, topic, table_path, checkpoint_path=checkpoint_path, continuous=continuous,
         trigger_interval=trigger_interval, kafka_options=kafka_options, on_batch=on_batch,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,12 +12,11 @@ import pytest
 from minikafka.pipeline.maven_jars import JarFetchError
 from minikafka.pipeline.session import build_spark_session
 from minikafka.pipeline.spark_jars import ensure_spark_jars
+from tests.pipeline.pipeline_cli import SMALL_DATA_SPARK_CONF, SPARK_JARS_CACHE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPARK_JARS_CACHE = REPO_ROOT / ".cache"
 
 
 @pytest.fixture(scope="session")
@@ -34,9 +32,7 @@ def spark() -> Iterator[SparkSession]:
         app_name="minikafka-tests",
         jars=jars,
         fast_start=True,
-        # tiny data: adaptive re-planning and more than 2 partitions only add scheduling time
-        conf={"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
-              "spark.databricks.delta.snapshotPartitions": "1", "spark.sql.adaptive.enabled": "false"},
+        conf={"spark.driver.memory": "1g", **SMALL_DATA_SPARK_CONF},
     )
     try:
         yield session

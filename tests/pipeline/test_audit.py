@@ -5,17 +5,14 @@ never happened), and still checks what it can on Apache Kafka (no cleaner checkp
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from minikafka.pipeline.audit import flag_records, run_audit
 from minikafka.storage.checkpoint import OffsetCheckpointFile
-from tests.pipeline.conftest import SPARK_JARS_CACHE
 from tests.pipeline.kafka_data import Message, Record, create_topic, produce, unique_topic
+from tests.pipeline.pipeline_cli import run_pipeline_command
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,12 +91,8 @@ def test_audit_fails_naming_partition_and_offset(broker_factory: Any) -> None:
     assert [(r.offset, r.key) for r in produced] == [(0, b"stale"), (1, b"stale"), (2, b"erased"), (3, b"fresh"),
                                                         (4, b"fresh")]
 
-    done = subprocess.run(
-        [sys.executable, "-m", "minikafka.broker", "audit", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
-         "--admin-url", broker.admin_url, "--grace-ms", "0", "--master", "local[1]"],
-        capture_output=True, text=True, timeout=240,
-        env={**os.environ, "MINIKAFKA_SPARK_JARS_CACHE": str(SPARK_JARS_CACHE), "SPARK_LOCAL_IP": "127.0.0.1"},
-    )
+    done = run_pipeline_command("audit", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
+                                "--admin-url", broker.admin_url, "--grace-ms", "0")
 
     assert done.returncode == 1, done.stderr[-3000:]
     report = json.loads(done.stdout)

@@ -5,16 +5,13 @@ proven side by side with Apache Kafka in test_connector_*.py; bench/spark_pipeli
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minikafka.pipeline.snapshot import BatchProgress, run_snapshot
-from tests.pipeline.conftest import SPARK_JARS_CACHE
 from tests.pipeline.kafka_data import Message, Record, create_topic, end_offsets, produce, unique_topic
+from tests.pipeline.pipeline_cli import run_pipeline_command
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,12 +94,8 @@ def test_snapshot_command_on_a_compacted_topic_after_cleaning(broker_factory: An
     with urllib.request.urlopen(request, timeout=60) as response:
         assert response.status == 200
 
-    done = subprocess.run(
-        [sys.executable, "-m", "minikafka.broker", "snapshot", "--bootstrap-servers", broker.bootstrap,
-         "--topic", topic, "--table", str(tmp_path / "table"), "--master", "local[1]"],
-        capture_output=True, text=True, timeout=240,
-        env={**os.environ, "MINIKAFKA_SPARK_JARS_CACHE": str(SPARK_JARS_CACHE), "SPARK_LOCAL_IP": "127.0.0.1"},
-    )
+    done = run_pipeline_command("snapshot", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
+                                "--table", str(tmp_path / "table"))
 
     assert done.returncode == 0, done.stderr[-3000:]
     batches = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"event": "batch"')]

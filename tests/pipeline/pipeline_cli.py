@@ -1,0 +1,31 @@
+"""Run `minikafka snapshot|audit` as a user does: a `python -m minikafka.broker` child process with its own Spark.
+
+The Spark settings are the test session's (tests/pipeline/conftest.py): a fast-starting JVM and few partitions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from minikafka.pipeline.session import FAST_START_JAVA_OPTIONS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPARK_JARS_CACHE = REPO_ROOT / ".cache"
+# tiny data: adaptive re-planning and more partitions than cores only add scheduling time
+SMALL_DATA_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+}
+
+
+def run_pipeline_command(command: str, *args: str, timeout_s: float = 240) -> subprocess.CompletedProcess[str]:
+    conf = {**SMALL_DATA_SPARK_CONF, "spark.driver.extraJavaOptions": FAST_START_JAVA_OPTIONS}
+    conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
+    return subprocess.run(
+        [sys.executable, "-m", "minikafka.broker", command, *args, "--master", "local[2]", *conf_args],
+        capture_output=True, text=True, timeout=timeout_s,
+        env={**os.environ, "MINIKAFKA_SPARK_JARS_CACHE": str(SPARK_JARS_CACHE), "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
