@@ -193,3 +193,47 @@ def test_minikafka_compact_cli_end_to_end(broker_factory: BrokerFactory) -> None
     assert both.returncode == 0 and "total removed: 10 records" in both.stdout, both.stdout + both.stderr
     missing = cli("no-such-topic", "--wait")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+
+def test_cleaner_state_endpoint(broker_factory: BrokerFactory) -> None:
+    """`GET /admin/cleaner-state?topic=T` (what `minikafka audit` reads): the cleaner checkpoint appears once a
+    partition is cleaned, with the topic's compaction configs and the cleaner's backoff."""
+    import json
+    import urllib.error
+
+    broker = broker_factory({**FAST_CLEANER, "log.cleaner.backoff.ms": "60000"})
+    topic = "state"
+    create_topic(broker.bootstrap, topic, 2, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "1.0",
+                                              "max.compaction.lag.ms": "600000", "delete.retention.ms": "1234"})
+    produce(broker.bootstrap, topic, [(b"k%d" % (i % 4), b"v%d" % i) for i in range(40)])
+    base = f"http://127.0.0.1:{broker.metrics_port}/admin"
+
+    def state() -> dict[str, Any]:
+        with urllib.request.urlopen(f"{base}/cleaner-state?topic={topic}", timeout=10) as response:
+            body: dict[str, Any] = json.loads(response.read())
+            return body
+
+    before = state()
+    assert before["config"] == {"cleanup.policy": "compact", "delete.retention.ms": 1234,
+                                "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 600000,
+                                "segment.ms": 604800000}
+    assert before["cleaner_enabled"] is True and before["cleaner_backoff_ms"] == 60000
+    assert before["roll_check_interval_ms"] == 200
+    assert [p["cleaner_checkpoint_offset"] for p in before["partitions"]] == [None, None]
+    ends = [p["log_end_offset"] for p in before["partitions"]]
+    assert sum(ends) == 40
+
+    cleaned = 0 if ends[0] >= ends[1] else 1  # the default partitioner decides where the 4 keys go
+    request = urllib.request.Request(f"{base}/compact?topic={topic}&partition={cleaned}&wait=true", data=b"",
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert json.loads(response.read())["done"]
+
+    after = state()
+    assert after["partitions"][cleaned]["cleaner_checkpoint_offset"] == ends[cleaned]
+    assert after["partitions"][1 - cleaned]["cleaner_checkpoint_offset"] is None
+    assert after["partitions"][cleaned]["records_removed"] > 0 and after["partitions"][cleaned]["last_clean_time_ms"]
+    for path, status in ((f"{base}/cleaner-state?topic=nope", 404), (f"{base}/cleaner-state", 400)):
+        with pytest.raises(urllib.error.HTTPError) as failure:
+            urllib.request.urlopen(path, timeout=10)
+        assert failure.value.code == status
