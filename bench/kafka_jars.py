@@ -6,44 +6,18 @@ version has, and how to build a `java -cp 'lib/*' <main>` command line.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
-import subprocess
 import zipfile
 from functools import lru_cache
 from pathlib import Path
+
+from minikafka.pipeline.maven_jars import JarFetchError, MavenArtifact, ensure_maven_jars
 
 # 4.4.0 is listed for some artifacts but kafka-tools 4.4.0 does not resolve; 4.3.1 is the newest full set.
 KAFKA_VERSION = os.environ.get("MINIKAFKA_APACHE_KAFKA_VERSION", "4.3.1")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE_DIR = REPO_ROOT / ".cache" / "apache-kafka"
 LOG4J_VERSION = "2.25.4"  # the log4j2 version Kafka 4.3 itself depends on
-MVN_TIMEOUT_S = 900
-
-_POM_TEMPLATE = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>minikafka.bench</groupId>
-  <artifactId>apache-kafka-jars</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
-      <version>{kafka}</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-server</artifactId>
-      <version>{kafka}</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId>
-      <version>{kafka}</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId>
-      <version>{kafka}</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
-      <version>{log4j}</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId>
-      <version>{log4j}</version></dependency>
-  </dependencies>
-</project>
-"""
-
 # Log4j2 configuration for the command-line tools: warnings only, on stderr, so stdout stays parseable.
 TOOLS_LOG4J2 = """status = warn
 appender.err.type = Console
@@ -60,10 +34,7 @@ class KafkaHarnessError(RuntimeError):
     """Java or Maven is missing, the jars cannot be fetched, or Apache Kafka failed to start."""
 
 
-def require_tools(*names: str) -> None:
-    missing = [name for name in names if shutil.which(name) is None]
-    if missing:
-        raise KafkaHarnessError(f"{', '.join(missing)} not found on PATH (needed to run Apache Kafka)")
+KAFKA_ARTIFACTS = ("kafka_2.13", "kafka-server", "kafka-storage", "kafka-tools")
 
 
 def ensure_kafka_jars(cache_dir: Path = DEFAULT_CACHE_DIR, version: str = KAFKA_VERSION) -> Path:
@@ -71,36 +42,16 @@ def ensure_kafka_jars(cache_dir: Path = DEFAULT_CACHE_DIR, version: str = KAFKA_
 
     Safe to call from several processes at once (an flock serialises the fetch); returns at once when cached.
     """
-    lib_dir = cache_dir / f"kafka-{version}" / "lib"
-    marker = lib_dir / ".complete"
-    if marker.exists():
-        return lib_dir
-    require_tools("java", "mvn")
-    project_dir = cache_dir / f"kafka-{version}"
-    project_dir.mkdir(parents=True, exist_ok=True)
-    with open(project_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():
-            return lib_dir
-        (project_dir / "pom.xml").write_text(_POM_TEMPLATE.format(kafka=version, log4j=LOG4J_VERSION))
-        staging = project_dir / "lib.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        command = [
-            "mvn", "-q", "-B", "-f", str(project_dir / "pom.xml"), "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-        ]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
-        except subprocess.TimeoutExpired as exc:
-            raise KafkaHarnessError(f"mvn did not fetch Apache Kafka {version} in {MVN_TIMEOUT_S}s") from exc
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            raise KafkaHarnessError(f"mvn could not fetch Apache Kafka {version} jars:\n{tail}")
-        shutil.rmtree(lib_dir, ignore_errors=True)
-        staging.rename(lib_dir)
+    artifacts = [MavenArtifact("org.apache.kafka", name, version) for name in KAFKA_ARTIFACTS] + [
+        MavenArtifact("org.apache.logging.log4j", name, LOG4J_VERSION) for name in ("log4j-slf4j-impl", "log4j-core")]
+
+    def add_tools_log4j_config(lib_dir: Path) -> None:
         (lib_dir / "log4j2-tools.properties").write_text(TOOLS_LOG4J2)
-        marker.write_text(version + "\n")
-    return lib_dir
+
+    try:
+        return ensure_maven_jars(cache_dir / f"kafka-{version}", artifacts, finish=add_tools_log4j_config)
+    except JarFetchError as exc:
+        raise KafkaHarnessError(f"Apache Kafka {version}: {exc}") from exc
 
 
 @lru_cache(maxsize=64)
