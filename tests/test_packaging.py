@@ -1,5 +1,6 @@
 """The wheel built from this repository: everything installs under `minikafka.`, nothing as a top-level
-`broker`/`protocol`/`storage`/`cleaner`/`testing` module, and the console script and pytest plugin are declared.
+`broker`/`protocol`/`storage`/`cleaner`/`testing`/`pipeline` module, and the console script, the pytest plugin
+and the pipeline's CLI commands are declared.
 
 Builds the wheel with pip (setuptools comes from the package index into pip's isolated build environment),
 installs it without dependencies into a fresh virtualenv, and imports it there with the dependencies taken from
@@ -20,8 +21,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SOURCE_FOLDERS = ["protocol", "storage", "cleaner", "broker", "testing"]
-FORBIDDEN_TOP_LEVEL = ["broker", "protocol", "storage", "cleaner", "testing"]
+SOURCE_FOLDERS = ["protocol", "storage", "cleaner", "broker", "testing", "pipeline"]
+FORBIDDEN_TOP_LEVEL = ["broker", "protocol", "storage", "cleaner", "testing", "pipeline"]
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,7 @@ def test_the_wheel_declares_the_console_script_and_the_pytest_plugin(wheel: Path
     text = archive.read(entry_points).decode()
     assert "minikafka = minikafka.broker.__main__:main" in text
     assert "[pytest11]" in text and "minikafka = minikafka.testing.pytest_plugin" in text
+    assert "[minikafka.commands]" in text and "snapshot = minikafka.pipeline.cli:register_snapshot" in text
 
 
 def test_a_fresh_virtualenv_imports_minikafka_from_the_wheel_and_no_bare_package_names(
@@ -93,3 +95,4 @@ def test_a_fresh_virtualenv_imports_minikafka_from_the_wheel_and_no_bare_package
     script = subprocess.run([str(env_dir / "bin" / "minikafka"), "--help"], env=dependencies,
                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert script.returncode == 0 and "serve" in script.stdout, script.stderr
+    assert "snapshot" in script.stdout and "audit" in script.stdout, "the pipeline's entry points were not found"
