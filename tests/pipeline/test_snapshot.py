@@ -106,3 +106,44 @@ def test_snapshot_command_on_a_compacted_topic_after_cleaning(broker_factory: An
     assert sorted(reached) == [0, 1] and all(0 < reached[p] <= hw for p, (_start, hw) in ends.items())
     assert f"{rows_read} records read" in done.stdout
     assert delta_table_state(tmp_path / "table") == live_state(produced)
+
+
+def test_continuous_snapshot_follows_new_records_until_stopped(
+    spark: SparkSession, broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """`continuous=True`: a processing-time trigger keeps applying new records until the query is stopped."""
+    import threading
+    import time
+
+    topic = unique_topic("snapshot-continuous")
+    create_topic(broker.bootstrap, topic, 2)
+    table = tmp_path / "table"
+    produced = produce(broker.bootstrap, topic, updates(1, range(50)))
+    results: list[Any] = []
+    runner = threading.Thread(target=lambda: results.append(run_snapshot(
+        spark, broker.bootstrap, topic, table, continuous=True, trigger_interval="500 milliseconds")))
+    runner.start()
+
+    def wait_for_table(expected: dict[bytes, Any]) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if delta_table_state(table) == expected:
+                    return
+            except Exception:  # the table is created by the query: not there yet
+                pass
+            assert runner.is_alive() and time.monotonic() < deadline, "the continuous snapshot did not catch up"
+            time.sleep(0.3)
+
+    try:
+        wait_for_table(live_state(produced))
+        produced += produce(broker.bootstrap, topic, updates(2, range(25), deleted=range(40, 50)))
+        wait_for_table(live_state(produced))
+    finally:
+        for query in spark.streams.active:
+            if query.name == f"minikafka-snapshot-{topic}":
+                query.stop()
+        runner.join(60)
+    assert not runner.is_alive()
+    [result] = results
+    assert result.rows_read == len(produced) and len(result.batches) >= 2
