@@ -67,6 +67,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def compact(args: argparse.Namespace) -> int:
     """Exit 0 when the broker accepted (and, with --wait, finished) the compaction; 1 otherwise."""
+    if args.exact:
+        return _exact_compaction(args)
     query: dict[str, str] = {"topic": args.topic}
     if args.partition is not None:
         query["partition"] = str(args.partition)
@@ -106,6 +108,20 @@ def compact(args: argparse.Namespace) -> int:
 
 
 BUILT_IN_COMMANDS = ("serve", "compact")
+EXACT_COMPACTION_GROUP = "minikafka.exact_compaction"
+
+
+def _exact_compaction(args: argparse.Namespace) -> int:
+    """`--exact` plans on Spark: the planner is the pipeline's, found by entry point (the `[spark]` extra)."""
+    from importlib.metadata import entry_points
+
+    planners = list(entry_points(group=EXACT_COMPACTION_GROUP))
+    if not planners:
+        print("minikafka compact --exact: no planner installed; install the Spark extra: "
+              "pip install 'minikafka[spark]'", file=sys.stderr)
+        return 2
+    exit_code: int = planners[0].load()(args)
+    return exit_code
 
 
 def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -131,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     compact_parser.add_argument("--json", action="store_true", help="print the broker's JSON reply")
     compact_parser.add_argument("--admin-url", default="http://127.0.0.1:9404",
                                 help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
+    exact = compact_parser.add_argument_group(
+        "exact compaction", "plan on Spark which record of every key survives, then apply the plan in one round "
+        "(any key count, no hash collisions; needs the [spark] extra)")
+    exact.add_argument("--exact", action="store_true", help="compute a retained-offset plan on Spark")
+    exact.add_argument("--bootstrap-servers", default="127.0.0.1:9092", help="with --exact: where Spark reads")
+    exact.add_argument("--master", help="with --exact: Spark master URL (default: local[*])")
+    exact.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="with --exact: Spark setting")
+    exact.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                       help="with --exact: an option of Spark's Kafka source")
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in BUILT_IN_COMMANDS:  # `serve` starts without scanning entry points
         _register_plugin_commands(commands)

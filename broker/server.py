@@ -15,9 +15,10 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
-from minikafka.broker.admin_http import AdminHttpServer
+from minikafka.broker.admin_http import AdminHttpServer, RequestBody
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cleaner_state import cleaner_state
+from minikafka.broker.compaction_plans import CompactionPlanUploads
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
@@ -69,6 +70,7 @@ class KafkaServer:
         self.metrics.register_fetch_sessions(self.fetch_manager)
         self.socket_server: SocketServer | None = None
         self.admin_http: AdminHttpServer | None = None
+        self.compaction_plans = CompactionPlanUploads(config.log_dir, self.log_cleaner)
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
@@ -121,7 +123,8 @@ class KafkaServer:
             self.admin_http = AdminHttpServer(
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry
             )
-            self.admin_http.routes[("POST", "/admin/compact")] = self._admin_compact
+            await asyncio.to_thread(self.compaction_plans.clear)
+            self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             await self.admin_http.start()
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
@@ -212,9 +215,10 @@ class KafkaServer:
         if deleted:
             self.log_manager.checkpoint_log_start_offsets()
 
-    async def _admin_compact(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    async def _admin_compact(self, query: dict[str, list[str]], body: RequestBody) -> tuple[int, str, bytes]:
         """`POST /admin/compact?topic=T[&partition=N][&wait=true][&timeout_ms=M]`: clean now, ignoring the
-        dirty-ratio threshold (min lag still holds). 200 with the result when done, else 202 with progress."""
+        dirty-ratio threshold (min lag still holds). 200 with the result when done, else 202 with progress.
+        With `&exact=true` the body is a retained-offset plan for partition N (broker/compaction_plans.py)."""
 
         def reply(status: int, body: object) -> tuple[int, str, bytes]:
             return status, "application/json", json.dumps(body).encode() + b"\n"
@@ -228,6 +232,8 @@ class KafkaServer:
         except ValueError:
             return reply(400, {"error": "partition and timeout_ms must be integers"})
         wait = query.get("wait", ["false"])[0].lower() in ("1", "true", "yes")
+        if query.get("exact", ["false"])[0].lower() in ("1", "true", "yes"):
+            return await self.compaction_plans.compact_exact(topic, partition, body, wait=wait, timeout_s=timeout_s)
         try:
             request = await asyncio.to_thread(self.log_cleaner.request_compaction, topic, partition)
         except UnknownTopicOrPartitionError as error:

@@ -65,6 +65,7 @@ from typing import Any
 from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord, TopicCleaningConfig
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
 from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
 from minikafka.storage.transaction_index import AbortedTransaction
 from minikafka.storage.unified_log import collect_aborted_transactions
@@ -121,6 +122,8 @@ class CleanJob:
     #: aborted transactions overlapping the sources, read by the parent from the WHOLE log: an entry lives in the
     #: `.txnindex` of its ABORT marker's segment, which may be at or above the first uncleanable offset
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
+    #: an exact round's validated retained-offset plan (the worker reopens its file by path), None for an ordinary one
+    plan: RetainedOffsetPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +240,11 @@ class CleanWorker:
         throttle: Callable[[int], None],
         throttle_rate_per_sec: float,
         on_group_cleaned: Callable[[CleanedGroup, GroupDone], None],
+        plan: RetainedOffsetPlan | None = None,
     ) -> WorkerRound:
-        """One round in the worker; same contract as `Cleaner.clean` with `on_group_cleaned`, which here also
-        gets the worker's description of the group (tombstones). Raises what the round raised (check_done's
-        exception on abort), or CleanWorkerCrashedError."""
+        """One round in the worker; same contract as `Cleaner.clean` with `on_group_cleaned` (and `plan`), which
+        here also gets the worker's description of the group (tombstones). Raises what the round raised
+        (check_done's exception on abort), or CleanWorkerCrashedError."""
         check_done()
         process, conn = self._ensure_started()
         sources = [s for s in segments if s.base_offset < first_uncleanable_offset]
@@ -253,7 +257,7 @@ class CleanWorker:
             if sources else []
         job = CleanJob(str(directory), tuple((s.base_offset, s.suffix) for s in sources), first_dirty_offset,
                        first_uncleanable_offset, now_ms, TopicValues.of(config), dict(producers), report_bytes,
-                       tuple(aborted))
+                       tuple(aborted), plan)
         outcome = WorkerRound(CleaningResult(first_dirty_offset, [], CleanerStats()))
         busy = False  # the worker is inside the job (an abort must reach it) until "done" or "error"
         try:
@@ -512,7 +516,7 @@ def _run_job(conn: Connection, channel: _WorkerChannel, clock: _JobClock, cleane
             first_uncleanable_offset=job.first_uncleanable_offset, now_ms=job.now_ms, config=job.config,
             producers=job.producers, collect_aborted_transactions=lambda start, upper: [
                 t for t in job.aborted_transactions if t.last_offset >= start and t.first_offset < upper],
-            on_group_cleaned=hand_over)
+            on_group_cleaned=hand_over, plan=job.plan)
         conn.send(("done", channel.take_io(), result.end_offset, result.stats))
     except _AbortedByParent:
         remove_cleaned_files(directory, base_offsets)

@@ -10,6 +10,11 @@ No threads, locks, metrics or swaps here: the caller (the cleaner thread) owns s
 (`UnifiedLog.replace_segments`), the checkpoint and the metrics. Hooks let it abort (`check_done` raises)
 and throttle (`throttle(bytes)`).
 
+Exact rounds (issue 10): the keep-or-drop decision for keyed data records is a `RetainDecision`. An ordinary round
+uses the offset map (`_OffsetMapDecision`, this module's fast paths below); `clean(plan=...)` swaps in
+`plan_retention.PlanRetention`, which merges the sorted retained-offset plan with the log (no map pass, no hashing,
+constant memory) and ends the round at the plan's end. Everything else in the recopy pass is shared.
+
 Speed (bench/cleaner_throughput.py, BENCHMARKS.md; one thread, CPython 3.11, 2 shared CPUs, best of 3 rounds
 and noisy: the same code measures 0.66-0.96M): 1M records of 100 B over 100k keys ~0.9M records/s (~100 MB/s)
 per round, 0.99x Apache Kafka 4.3's cleaner on the same segments (0.58x before the C-level selection below);
@@ -40,6 +45,7 @@ from typing import Any, NamedTuple, Protocol
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.log_to_clean import segments_overlapping
 from minikafka.cleaner.offset_map import MAX_RELATIVE_OFFSET, OffsetMap
+from minikafka.cleaner.plan_retention import PlanRetention
 from minikafka.cleaner.record_codec import (
     RecordLike,
     collect_latest_offsets,
@@ -47,6 +53,7 @@ from minikafka.cleaner.record_codec import (
     encode_batch,
     select_records,
 )
+from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
 from minikafka.cleaner.transaction_metadata import CleanedTransactionMetadata
 from minikafka.protocol.records import RecordBatch, TimestampType
 from minikafka.storage.clock import Clock
@@ -90,6 +97,39 @@ class LastProducerRecord(NamedTuple):
 
     last_data_offset: int | None
     producer_epoch: int
+
+
+class RetainDecision(Protocol):
+    """Which keyed data records of a round survive: the latest of their key by the offset map (an ordinary round,
+    `Cleaner`'s own) or by a retained-offset plan (an exact round, `cleaner.plan_retention.PlanRetention`).
+
+    Asked only for data batches the transaction rules keep; tombstone horizons, markers, producers' last batches and
+    everything else stay the round's. Called batch by batch in log order."""
+
+    def latest_offsets_of(self, batch: RecordBatch) -> set[int] | None:
+        """The offsets of the batch that survive when known without decoding it (fast path), else None."""
+        ...
+
+    def retained_records(self, batch: RecordBatch, records: Sequence[RecordLike], retain_deletes: bool,
+                         stats: CleanerStats) -> tuple[Sequence[RecordLike], bool]:
+        """The decoded records that survive, and whether a tombstone is among them."""
+        ...
+
+
+class _OffsetMapDecision:
+    """`RetainDecision` by the cleaner's offset map (state lives in the Cleaner). Not thread-safe, as the Cleaner."""
+
+    __slots__ = ("_cleaner",)
+
+    def __init__(self, cleaner: Cleaner) -> None:
+        self._cleaner = cleaner
+
+    def latest_offsets_of(self, batch: RecordBatch) -> set[int] | None:
+        return self._cleaner._latest_offsets_of(batch)
+
+    def retained_records(self, batch: RecordBatch, records: Sequence[RecordLike], retain_deletes: bool,
+                         stats: CleanerStats) -> tuple[Sequence[RecordLike], bool]:
+        return self._cleaner._retained_records(batch, records, retain_deletes, stats)
 
 
 class BatchRetention(enum.Enum):
@@ -147,9 +187,10 @@ def group_segments_by_size(
 
 
 class Cleaner:
-    """Runs cleaning rounds for partitions, one at a time, with one fixed-memory offset map.
+    """Runs cleaning rounds for partitions, one at a time, with one fixed-memory offset map (or, for an exact
+    round, a retained-offset plan read as a stream).
 
-    Owns the offset map. Not thread-safe: one Cleaner per cleaner thread.
+    Owns the offset map and the current round's `RetainDecision`. Not thread-safe: one Cleaner per cleaner thread.
     """
 
     def __init__(
@@ -174,6 +215,9 @@ class Cleaner:
         self._pending: dict[Any, int] = {}
         self._pending_first = self._pending_last = -1
         self._pending_bytes = 0
+        self._map_decision = _OffsetMapDecision(self)
+        #: the round's keep-or-drop decision for keyed data records (the offset map unless an exact round runs)
+        self._decision: RetainDecision = self._map_decision
 
     # ------------------------------------------------------------------ round
     def clean(
@@ -187,28 +231,51 @@ class Cleaner:
         producers: Mapping[int, LastProducerRecord] | None = None,
         collect_aborted_transactions: Callable[[int, int], Sequence[AbortedTransaction]] | None = None,
         on_group_cleaned: Callable[[CleanedGroup], None] | None = None,
+        plan: RetainedOffsetPlan | None = None,
     ) -> CleaningResult:
         """One round (Kafka's doClean). `segments` is the whole log, oldest first, active segment last;
         `first_uncleanable_offset` is already rounded down to a segment base (LogToClean); `now_ms` is the
         round's single `currentTime` for delete horizons. Aborted transactions come from the segments'
         transaction indexes unless `collect_aborted_transactions` is given. `on_group_cleaned` lets the caller
-        swap each group in as soon as it is written, as Kafka does; otherwise the caller swaps `result.groups`."""
+        swap each group in as soon as it is written, as Kafka does; otherwise the caller swaps `result.groups`.
+
+        With a validated `plan` the round is exact (issue 10): no offset map; the first pass checks the plan
+        against the log (`PlanRetention.verify`, InvalidRetainedOffsetPlanError before anything is written), the
+        round ends at the plan's end offset, and keyed records in its range survive iff the plan names them.
+        `first_uncleanable_offset` is then the first segment base at or above the plan's end."""
         collect = collect_aborted_transactions or partial(collect_from_segments, segments)
         stats = CleanerStats(start_ms=self._clock.time_ms())
-        self.build_offset_map(segments, first_dirty_offset, first_uncleanable_offset, stats, collect)
-        end_offset = self.offset_map.latest_offset + 1
+        decision: RetainDecision
+        if plan is None:
+            self.build_offset_map(segments, first_dirty_offset, first_uncleanable_offset, stats, collect)
+            end_offset = self.offset_map.latest_offset + 1
+            decision = self._map_decision
+        else:
+            decision = plan_retention = PlanRetention(plan)
+            try:
+                plan_retention.verify(segments, collect, stats, check_done=self._check_done, throttle=self._throttle)
+            except BaseException:
+                plan_retention.close()
+                raise
+            end_offset = plan.end_offset
         stats.map_complete_ms = self._clock.time_ms()
         transactions = CleanedTransactionMetadata()
         groups: list[CleanedGroup] = []
         to_clean = segments_overlapping(segments, 0, end_offset)
-        for group in group_segments_by_size(
-                to_clean, config.segment_bytes, config.segment_index_bytes, first_uncleanable_offset):
-            cleaned = self._clean_segments(
-                group, now_ms, config, stats, transactions, producers or {}, first_uncleanable_offset, collect)
-            groups.append(cleaned)
-            if on_group_cleaned is not None:
-                on_group_cleaned(cleaned)
-        stats.buffer_utilization = self.offset_map.utilization
+        self._decision = decision
+        try:
+            for group in group_segments_by_size(
+                    to_clean, config.segment_bytes, config.segment_index_bytes, first_uncleanable_offset):
+                cleaned = self._clean_segments(
+                    group, now_ms, config, stats, transactions, producers or {}, first_uncleanable_offset, collect)
+                groups.append(cleaned)
+                if on_group_cleaned is not None:
+                    on_group_cleaned(cleaned)
+        finally:
+            self._decision = self._map_decision
+            if plan is not None:
+                plan_retention.close()
+        stats.buffer_utilization = self.offset_map.utilization if plan is None else 0.0
         stats.end_ms = self._clock.time_ms()
         return CleaningResult(end_offset, groups, stats)
 
@@ -420,7 +487,8 @@ class Cleaner:
 
         retained: Sequence[RecordLike] = ()
         contains_tombstones = False
-        latest_offsets = None if discard_records or is_control else self._latest_offsets_of(batch)
+        decision = self._decision
+        latest_offsets = None if discard_records or is_control else decision.latest_offsets_of(batch)
         if latest_offsets is not None:
             records_read = batch.records_count
             retained = select_records(batch, latest_offsets)
@@ -435,7 +503,7 @@ class Cleaner:
                 if is_control:
                     retained = records
                 else:
-                    retained, contains_tombstones = self._retained_records(
+                    retained, contains_tombstones = decision.retained_records(
                         batch, records, horizon_ms is None or now_ms < horizon_ms, stats)
         stats.messages_read += records_read
 

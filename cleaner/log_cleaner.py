@@ -11,6 +11,10 @@ log start offset); sleep `log.cleaner.backoff.ms` when nothing was cleaned. All 
 
 A failing partition never kills a thread: it is retried with exponential backoff, then reported uncleanable
 (`LogCleanerManager`). A partition deleted while it is being cleaned aborts the round quietly.
+
+Exact compaction (issue 10): `request_exact_compaction` queues one round whose keep-or-drop decision comes from a
+retained-offset plan instead of the offset map (`Cleaner.clean(plan=...)`, `cleaner.plan_retention`); the rest of
+the round (groups, horizons, markers, swap, statistics, metrics) is the ordinary one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from minikafka.cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
 from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
@@ -33,14 +38,16 @@ from minikafka.cleaner.cleaner_manager import (
 )
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.config import CleanerConfig
+from minikafka.cleaner.exact_round import ExactRoundRange, check_plan_range, exact_end_limit
 from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
-from minikafka.cleaner.manager import CleanCandidate, PreCleanStats, grab_filthiest_compacted_log
+from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
 from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
 from minikafka.cleaner.offset_map import OffsetMap
+from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan, read_plan
 from minikafka.cleaner.throttler import Throttler
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from minikafka.storage.clock import Clock
-from minikafka.storage.log_manager import LogManager
+from minikafka.storage.log_manager import LogManager, TopicMetadata
 from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
@@ -260,29 +267,37 @@ class LogCleaner:
             log, grab = self.manager.grab_filthiest(self.clock.time_ms())
             if log is not None and grab.chosen is not None:
                 worker.last_pre_clean_stats = grab.pre_clean_stats
-                self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats)
+                self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats)
                 cleaned = True
             else:
                 cleaned = self._clean_expired_tombstones(worker)
         self._run_retention()
         return cleaned
 
-    def _clean_round(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
+    def _clean_round(self, worker: CleanerThread, log: UnifiedLog, to_clean: LogToClean,
                      pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None, *,
-                     minimum_checkpoint: int = -1) -> int | None:
-        """Clean one round and end it in the manager; returns the end offset, None if aborted or failed."""
+                     minimum_checkpoint: int = -1, plan: RetainedOffsetPlan | None = None,
+                     checkpoint_end: bool = True) -> int | None:
+        """Clean one round and end it in the manager; returns the end offset, None if aborted or failed. The
+        checkpoint becomes max(end offset, `minimum_checkpoint`), or stays (at least `minimum_checkpoint`) when
+        not `checkpoint_end`. A plan the round refuses (InvalidRetainedOffsetPlanError) is no failure of the
+        partition: the result says "refused"."""
         tp = (log.topic, log.partition)
         end_offset = None
         try:
-            stats, end_offset = self._clean_log(worker, log, candidate, pre_clean)
+            stats, end_offset = self._clean_log(worker, log, to_clean, pre_clean, plan)
             if result is not None:
-                result.add_round(stats, candidate.log_to_clean.first_dirty_offset, end_offset)
+                result.add_round(stats, to_clean.first_dirty_offset, end_offset)
         except ThreadShutdownError:
             raise
         except LogCleaningAbortedError:
             logger.info("Cleaner %d: cleaning of %s-%d aborted", worker.index, *tp)
             if result is not None:
                 result.status = "aborted"
+        except InvalidRetainedOffsetPlanError as exc:
+            logger.warning("Cleaner %d: plan for %s-%d refused: %s", worker.index, *tp, exc)
+            if result is not None:
+                result.status, result.error = "refused", str(exc)
         except Exception as exc:
             if self._hosted(log):
                 reason = f"{type(exc).__name__}: {exc}"
@@ -294,16 +309,25 @@ class LogCleaner:
                 result.status = "unknown_partition"
         finally:
             worker.current = None
-            self.manager.done_cleaning(tp, None if end_offset is None else max(end_offset, minimum_checkpoint))
+            if end_offset is None:
+                checkpoint = None
+            elif checkpoint_end:
+                checkpoint = max(end_offset, minimum_checkpoint)
+            else:
+                checkpoint = minimum_checkpoint if minimum_checkpoint >= 0 else None
+            self.manager.done_cleaning(tp, checkpoint)
         return end_offset
 
-    def _clean_log(self, worker: CleanerThread, log: UnifiedLog, candidate: CleanCandidate,
-                   pre_clean: PreCleanStats) -> tuple[CleanerStats, int]:
+    def _clean_log(self, worker: CleanerThread, log: UnifiedLog, to_clean: LogToClean,
+                   pre_clean: PreCleanStats, plan: RetainedOffsetPlan | None = None) -> tuple[CleanerStats, int]:
         tp = (log.topic, log.partition)
         name = log.topic_partition
         worker.current = tp
-        to_clean = candidate.log_to_clean
-        logger.info("Cleaner %d: Beginning cleaning of log %s", worker.index, name)
+        if plan is None:
+            logger.info("Cleaner %d: Beginning cleaning of log %s", worker.index, name)
+        else:
+            logger.info("Cleaner %d: Beginning exact cleaning of log %s with a plan of %d offsets for [%d, %d)",
+                        worker.index, name, plan.count, plan.start_offset, plan.end_offset)
         producers = {pid: LastProducerRecord(entry.last_data_offset if entry.batches else None, entry.producer_epoch)
                      for pid, entry in log.producer_state.active_producers().items()}
         tombstones = 0
@@ -339,12 +363,12 @@ class LogCleaner:
                 config=log.config, producers=producers, check_done=lambda: self._check_done(worker),
                 throttle=self.throttler.maybe_throttle,
                 throttle_rate_per_sec=self.throttler.desired_rate_per_sec,
-                on_group_cleaned=swap_from_process).result
+                on_group_cleaned=swap_from_process, plan=plan).result
         else:
             result = self._cleaner_for(worker).clean(
                 log.segments(), first_dirty_offset=to_clean.first_dirty_offset,
                 first_uncleanable_offset=to_clean.first_uncleanable_offset, now_ms=self.clock.time_ms(),
-                config=log.config, producers=producers, on_group_cleaned=swap_in_thread)
+                config=log.config, producers=producers, on_group_cleaned=swap_in_thread, plan=plan)
         stats = result.stats
         worker.last_stats = stats
         text = stats.format(worker.index, name, to_clean.first_dirty_offset, result.end_offset)
@@ -390,7 +414,8 @@ class LogCleaner:
             logger.info("Cleaner %d: tombstones of %s passed their delete horizon; cleaning it", worker.index,
                         log.topic_partition)
             # `_clean_round` ends the state; the checkpoint must never move backwards.
-            self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats, minimum_checkpoint=checkpoint)
+            self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats,
+                              minimum_checkpoint=checkpoint)
             with self._lock:
                 record = self._records.get(tp)
                 if record is not None and record.tombstone_horizon_ms is not None and \
@@ -436,8 +461,8 @@ class LogCleaner:
         self.manager.resume((topic, partition))
 
     # -------------------------------------------------------- manual compaction
-    def request_compaction(self, topic: str, partition: int | None = None) -> CompactionRequest:
-        """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see `_compact_now`."""
+    def compaction_target(self, topic: str, partition: int | None) -> TopicMetadata:
+        """The topic of a compaction request; UnknownTopicOrPartitionError / InvalidConfigError (not compacted)."""
         meta = self.log_manager.topic(topic)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
@@ -445,15 +470,49 @@ class LogCleaner:
             raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist")
         if not self.log_manager.log_config(topic).compact:
             raise InvalidConfigError(f"Topic {topic} does not have cleanup.policy compact")
+        return meta
+
+    def request_compaction(self, topic: str, partition: int | None = None) -> CompactionRequest:
+        """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see `_compact_now`."""
+        meta = self.compaction_target(topic, partition)
         partitions = list(range(meta.num_partitions)) if partition is None else [partition]
-        request = CompactionRequest(topic, partitions)
+        return self._enqueue(CompactionRequest(topic, partitions))
+
+    def request_exact_compaction(self, topic: str, partition: int, plan_path: str | Path, *,
+                                 delete_plan: bool = False) -> CompactionRequest:
+        """Queue an exact round (issue 10) of `topic`-`partition` with the retained-offset plan at `plan_path`.
+
+        Validates now, in the caller's thread, streaming the file once: InvalidRetainedOffsetPlanError names the
+        fault (format, truncation, checksum, order, another topic id or partition, a range outside
+        [log start offset, `exact_end_limit(roll_active=True)`]). The round re-checks the range when it runs and
+        checks the plan against the log (`PlanRetention.verify`); see `_compact_exact_now`. With `delete_plan`
+        the file is unlinked once the request is done, or now if it is refused."""
+        try:
+            meta = self.compaction_target(topic, partition)
+            log = self.log_manager.get_log(topic, partition)
+            if log is None:
+                raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist")
+            plan = read_plan(plan_path, topic_id=meta.topic_id, partition=partition)
+            check_plan_range(plan, log, self.exact_end_limit(log, roll_active=True))
+        except BaseException:
+            if delete_plan:
+                Path(plan_path).unlink(missing_ok=True)
+            raise
+        return self._enqueue(CompactionRequest(topic, [partition], plan=plan, delete_plan=delete_plan))
+
+    def exact_end_limit(self, log: UnifiedLog, *, roll_active: bool) -> int:
+        """The largest end offset a plan for `log` may have now (`exact_round.exact_end_limit`)."""
+        return exact_end_limit(log, self.manager.read_checkpoints().get((log.topic, log.partition)),
+                               self.clock.time_ms(), roll_active=roll_active)
+
+    def _enqueue(self, request: CompactionRequest) -> CompactionRequest:
         if not self._running:
             thread = threading.Thread(target=self._serve_alone, args=(request,), name="kafka-log-cleaner-manual",
                                       daemon=True)
             thread.start()
             return request
         with self._wake:
-            self._manual.extend((request, p) for p in partitions)
+            self._manual.extend((request, p) for p in request.partitions)
             self._wake.notify_all()
         return request
 
@@ -462,7 +521,7 @@ class LogCleaner:
         worker = CleanerThread(-1)
         try:
             for partition in request.partitions:
-                request.finish(self._compact_now(worker, request.topic, partition))
+                self._serve(worker, request, partition)
         finally:
             if worker.process is not None:
                 worker.process.close()
@@ -472,8 +531,62 @@ class LogCleaner:
             if not self._manual:
                 return False
             request, partition = self._manual.popleft()
-        request.finish(self._compact_now(worker, request.topic, partition))
+        self._serve(worker, request, partition)
         return True
+
+    def _serve(self, worker: CleanerThread, request: CompactionRequest, partition: int) -> None:
+        result = None
+        try:
+            if request.plan is None:
+                result = self._compact_now(worker, request.topic, partition)
+            else:
+                result = self._compact_exact_now(worker, request.topic, request.plan)
+        finally:
+            if result is None:  # shutdown (or a bug) mid-request: do not leave the plan file behind
+                request.discard_plan()
+            else:
+                request.finish(result)
+
+    def _compact_exact_now(self, worker: CleanerThread, topic: str, plan: RetainedOffsetPlan
+                           ) -> PartitionCompactionResult:
+        """One exact round: roll the active segment if the plan reaches into it, re-check the plan's range against
+        the log as it is now, clean `[log start, end)` deciding `[start, end)` by the plan; the checkpoint as
+        `ExactRoundRange.checkpoint_end` says (never backwards)."""
+        partition = plan.partition
+        result = PartitionCompactionResult(topic, partition)
+        tp = (topic, partition)
+        log = self.log_manager.get_log(topic, partition)
+        meta = self.log_manager.topic(topic)
+        if log is None or meta is None:
+            result.status = "unknown_partition"
+            return result
+        if meta.topic_id.bytes != plan.topic_id:
+            result.status, result.error = "refused", f"topic {topic} was deleted and recreated since the plan was made"
+            return result
+        if plan.end_offset > log.segments()[-1].base_offset:
+            log.roll()
+        self.manager.clear_failures(tp)
+        state = self.manager.state_of(tp)
+        if (state is not None and state[0] is CleaningState.PAUSED) or not self.manager.try_begin(tp, 300):
+            result.status = "paused"
+            return result
+        try:
+            check_plan_range(plan, log, self.exact_end_limit(log, roll_active=False))
+        except InvalidRetainedOffsetPlanError as exc:
+            self.manager.done_cleaning(tp, None)
+            result.status, result.error = "refused", str(exc)
+            return result
+        if plan.start_offset == plan.end_offset:
+            self.manager.done_cleaning(tp, None)
+            result.status = "nothing_to_clean"
+            return result
+        bounds = ExactRoundRange.of(plan, log.segments(), log.log_start_offset)
+        end_offset = self._clean_round(worker, log, bounds.to_clean, PreCleanStats(), result, plan=plan,
+                                       minimum_checkpoint=self.manager.read_checkpoints().get(tp, -1),
+                                       checkpoint_end=bounds.checkpoint_end)
+        if result.status == "pending":
+            result.status = "cleaned" if end_offset is not None else "failed"
+        return result
 
     def _compact_now(self, worker: CleanerThread, topic: str, partition: int) -> PartitionCompactionResult:
         """Roll the active segment, then clean rounds until the whole cleanable range is done."""
@@ -501,7 +614,7 @@ class LogCleaner:
                 if grab.failures:
                     result.status, result.error = "failed", str(next(iter(grab.failures.values())))
                 break
-            end_offset = self._clean_round(worker, log, grab.chosen, grab.pre_clean_stats, result)
+            end_offset = self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats, result)
             if end_offset is None or end_offset <= previous_end:
                 break
             previous_end = end_offset

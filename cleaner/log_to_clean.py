@@ -77,6 +77,38 @@ def cleanable_offsets(
 
 
 @dataclass(frozen=True, slots=True)
+class _RolledActiveSegment:
+    """The empty active segment a roll would start at the log end offset (SegmentInfo)."""
+
+    base_offset: int
+    size_bytes: int = 0
+    largest_timestamp: int = -1
+
+
+def exact_round_end_limit(
+    segments: Sequence[SegmentInfo],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    checkpoint_offset: int | None,
+    last_stable_offset: int,
+    min_compaction_lag_ms: int,
+    now_ms: int,
+    roll_active: bool,
+) -> int:
+    """The largest end offset an exact round's plan may have (issue 10): the first uncleanable offset of
+    `cleanable_offsets` (the LSO, the active segment, `min.compaction.lag.ms`), NOT rounded down to a segment base
+    (an exact round keeps the records of that segment from the plan's end on as they are). With `roll_active` the
+    non-empty active segment counts as rolled, as the exact round rolls it before checking again."""
+    if roll_active and segments and segments[-1].base_offset < log_end_offset:
+        segments = [*segments, _RolledActiveSegment(log_end_offset)]
+    return cleanable_offsets(
+        segments, log_start_offset=log_start_offset, log_end_offset=log_end_offset, checkpoint_offset=checkpoint_offset,
+        last_stable_offset=last_stable_offset, min_compaction_lag_ms=min_compaction_lag_ms,
+        now_ms=now_ms).first_uncleanable_dirty_offset
+
+
+@dataclass(frozen=True, slots=True)
 class LogToClean:
     """One candidate partition's cleanable range, rounded to segment bases, and its dirty ratio (§2.2)."""
 

@@ -1,12 +1,18 @@
-"""A request to compact some partitions now (`POST /admin/compact`, `minikafka compact`), and its outcome."""
+"""A request to compact some partitions now (`POST /admin/compact`, `minikafka compact`), and its outcome.
+
+An exact request (`POST /admin/compact?exact=true`, issue 10) carries a validated retained-offset plan for its one
+partition; it is served by one exact round instead of rounds until the cleanable range is done."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
 
 TopicPartition = tuple[str, int]
 
@@ -17,7 +23,8 @@ class PartitionCompactionResult:
 
     topic: str
     partition: int
-    #: "cleaned", "nothing_to_clean", "paused", "aborted", "failed" or "unknown_partition"
+    #: "cleaned", "nothing_to_clean", "paused", "aborted", "failed" or "unknown_partition"; for an exact request
+    #: also "refused" (the plan does not fit the log as it is now: `error` says why; nothing was deleted)
     status: str = "pending"
     rounds: int = 0
     first_dirty_offset: int | None = None
@@ -57,6 +64,7 @@ class PartitionCompactionResult:
 class CompactionRequest:
     """Partitions to compact now, filled in by cleaner threads; `done` is set once every one has a result.
 
+    Owns the plan file of an exact request when `delete_plan` (unlinked once the request is done).
     Thread-safe: results are written under the request's lock by the thread that served the partition.
     """
 
@@ -65,12 +73,23 @@ class CompactionRequest:
     results: dict[int, PartitionCompactionResult] = field(default_factory=dict)
     done: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: an exact request's validated plan (its one partition is `plan.partition`)
+    plan: RetainedOffsetPlan | None = None
+    #: unlink the plan file once the request is done (the admin endpoint's spooled upload)
+    delete_plan: bool = False
 
     def finish(self, result: PartitionCompactionResult) -> None:
         with self._lock:
             self.results[result.partition] = result
             if len(self.results) >= len(self.partitions):
+                self.discard_plan()
                 self.done.set()
+
+    def discard_plan(self) -> None:
+        """Unlink the plan file if this request owns it (idempotent)."""
+        if self.plan is not None and self.delete_plan:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.plan.path)
 
     def wait(self, timeout_s: float | None = None) -> bool:
         return self.done.wait(timeout_s)
@@ -78,7 +97,7 @@ class CompactionRequest:
     def to_json(self) -> dict[str, Any]:
         with self._lock:
             results = [self.results[p].to_json() for p in sorted(self.results)]
-        return {
+        body: dict[str, Any] = {
             "topic": self.topic,
             "partitions": self.partitions,
             "done": self.done.is_set(),
@@ -86,3 +105,7 @@ class CompactionRequest:
             "records_removed": sum(r["records_removed"] for r in results),
             "bytes_removed": sum(r["bytes_removed"] for r in results),
         }
+        if self.plan is not None:
+            body["exact"] = True
+            body["plan"] = self.plan.describe()
+        return body

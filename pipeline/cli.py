@@ -1,10 +1,12 @@
 """`minikafka snapshot` and `minikafka audit`: subcommands the `minikafka` CLI finds through the
-`minikafka.commands` entry points (the broker never imports this package). Registering imports no Spark: PySpark
-loads only when a command runs, and a missing `[spark]` extra is a one-line error."""
+`minikafka.commands` entry points (the broker never imports this package); and `minikafka compact --exact`, which
+the broker's `compact` command hands over through the `minikafka.exact_compaction` entry point. Registering
+imports no Spark: PySpark loads only when a command runs, and a missing `[spark]` extra is a one-line error."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -93,3 +95,33 @@ def run_audit_command(args: argparse.Namespace) -> int:
         print(f"minikafka audit: {args.topic}-{violation.partition} offset {violation.offset} "
               f"(key {violation.key!r}): {violation.rule}: {violation.detail}", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def run_exact_compaction(args: argparse.Namespace) -> int:
+    """`minikafka compact TOPIC --exact`: the plan on Spark, applied by the broker; exit 0 when every partition
+    was cleaned (or had nothing to clean), 1 otherwise, 2 when the plan could not be made or was refused."""
+    try:
+        from minikafka.pipeline.exact_plan import compact_exact
+        from minikafka.pipeline.session import build_spark_session
+
+        spark = build_spark_session(args.master, app_name=f"minikafka-exact-compaction-{args.topic}",
+                                    conf=_pairs("--conf", args.conf))
+        replies = compact_exact(
+            spark, args.bootstrap_servers, args.topic, args.admin_url,
+            partitions=None if args.partition is None else [args.partition], wait=args.wait,
+            timeout_s=args.timeout, kafka_options=_pairs("--kafka-option", args.kafka_option),
+        )
+    except (SparkUnavailableError, ValueError) as error:
+        print(f"minikafka compact --exact: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(replies, indent=1))
+    ok = True
+    for reply in replies:
+        for entry in reply.get("results", []):
+            ok = ok and entry["status"] in ("cleaned", "nothing_to_clean")
+            if not args.json:
+                print(f"{entry['topic']}-{entry['partition']}: {entry['status']} (exact), {entry['rounds']} round(s), "
+                      f"removed {entry['records_removed']} records / {entry['bytes_removed']} bytes"
+                      + (f" ({entry['error']})" if entry.get("error") else ""))
+    return 0 if ok else 1

@@ -222,6 +222,17 @@ def test_cleaner_state_endpoint(broker_factory: BrokerFactory) -> None:
     assert [p["cleaner_checkpoint_offset"] for p in before["partitions"]] == [None, None]
     ends = [p["log_end_offset"] for p in before["partitions"]]
     assert sum(ends) == 40
+    # What an exact-compaction plan needs (issue 10): the topic id as Kafka prints it (URL-safe base64), as hex
+    # (the plan's 16 raw bytes) and as a UUID; per partition where an ordinary round could end now (the active
+    # segment: nothing rolled yet) and where an exact round may end (the broker rolls first).
+    import base64
+    import uuid
+
+    topic_id = uuid.UUID(hex=before["topic_id_hex"])
+    assert base64.urlsafe_b64decode(before["topic_id"] + "==") == topic_id.bytes
+    assert uuid.UUID(before["topic_id_uuid"]) == topic_id
+    assert [p["first_uncleanable_offset"] for p in before["partitions"]] == [0, 0]
+    assert [p["exact_end_offset_limit"] for p in before["partitions"]] == ends
 
     cleaned = 0 if ends[0] >= ends[1] else 1  # the default partitioner decides where the 4 keys go
     request = urllib.request.Request(f"{base}/compact?topic={topic}&partition={cleaned}&wait=true", data=b"",
@@ -231,6 +242,7 @@ def test_cleaner_state_endpoint(broker_factory: BrokerFactory) -> None:
 
     after = state()
     assert after["partitions"][cleaned]["cleaner_checkpoint_offset"] == ends[cleaned]
+    assert after["partitions"][cleaned]["first_uncleanable_offset"] == ends[cleaned]  # rolled by the compaction
     assert after["partitions"][1 - cleaned]["cleaner_checkpoint_offset"] is None
     assert after["partitions"][cleaned]["records_removed"] > 0 and after["partitions"][cleaned]["last_clean_time_ms"]
     for path, status in ((f"{base}/cleaner-state?topic=nope", 404), (f"{base}/cleaner-state", 400)):
