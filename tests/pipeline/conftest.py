@@ -32,7 +32,8 @@ def spark() -> Iterator[SparkSession]:
         app_name="minikafka-tests",
         jars=jars,
         fast_start=True,
-        conf={"spark.driver.memory": "1g", **SMALL_DATA_SPARK_CONF},
+        # the connector's cached producers would keep calling the per-test brokers for 10 minutes after they stop
+        conf={"spark.driver.memory": "1g", "spark.kafka.producer.cache.timeout": "5s", **SMALL_DATA_SPARK_CONF},
     )
     try:
         yield session

@@ -4,6 +4,8 @@ The Spark settings are the test session's (tests/pipeline/conftest.py): a fast-s
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -29,3 +31,14 @@ def run_pipeline_command(command: str, *args: str, timeout_s: float = 240) -> su
         capture_output=True, text=True, timeout=timeout_s,
         env={**os.environ, "MINIKAFKA_SPARK_JARS_CACHE": str(SPARK_JARS_CACHE), "SPARK_LOCAL_IP": "127.0.0.1"},
     )
+
+
+def run_pipeline_command_in_process(command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The same command through `minikafka.broker.__main__.main` in this process: its SparkSession is the test
+    session's (Spark's getOrCreate), so the CLI's wiring is tested without starting another JVM."""
+    from minikafka.broker.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([command, *args])
+    return subprocess.CompletedProcess([command, *args], code, out.getvalue(), err.getvalue())

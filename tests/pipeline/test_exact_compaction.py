@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from minikafka.pipeline.audit import run_audit
 from minikafka.pipeline.exact_plan import compact_exact
 from tests.pipeline.kafka_data import Message, consume_all, create_topic, produce, produce_transactions, unique_topic
-from tests.pipeline.pipeline_cli import run_pipeline_command
+from tests.pipeline.pipeline_cli import run_pipeline_command_in_process
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,15 +81,15 @@ def test_exact_compaction_leaves_one_record_per_key_in_one_round(
     assert {r.key: r.value for r in consume_all(broker.bootstrap, ordinary_topic, 1)} == latest
 
 
-def test_compact_exact_command_and_a_refused_plan(broker_factory: Any) -> None:
+def test_compact_exact_command_and_a_refused_plan(spark: SparkSession, broker_factory: Any) -> None:
     """The CLI end to end; a topic that is not compacted is refused with the broker's message and exit status 2."""
     broker: BrokerProcess = broker_factory(TINY_MAP)
     topic = unique_topic("exact-cli")
     create_topic(broker.bootstrap, topic, 2, COMPACTED)
     produce(broker.bootstrap, topic, [Message(b"k%05d" % (i % 5_000), b"v%d" % i) for i in range(15_000)])
 
-    done = run_pipeline_command("compact", topic, "--exact", "--wait", "--bootstrap-servers", broker.bootstrap,
-                                "--admin-url", broker.admin_url)
+    done = run_pipeline_command_in_process("compact", topic, "--exact", "--wait", "--bootstrap-servers",
+                                           broker.bootstrap, "--admin-url", broker.admin_url)
 
     assert done.returncode == 0, done.stderr[-3000:]
     lines = sorted(line for line in done.stdout.splitlines() if "(exact)" in line)
@@ -100,6 +100,6 @@ def test_compact_exact_command_and_a_refused_plan(broker_factory: Any) -> None:
     plain = unique_topic("not-compacted")
     create_topic(broker.bootstrap, plain, 1)
     produce(broker.bootstrap, plain, [Message(b"k", b"v")])
-    refused = run_pipeline_command("compact", plain, "--exact", "--wait", "--bootstrap-servers", broker.bootstrap,
-                                   "--admin-url", broker.admin_url)
+    refused = run_pipeline_command_in_process("compact", plain, "--exact", "--wait", "--bootstrap-servers",
+                                              broker.bootstrap, "--admin-url", broker.admin_url)
     assert refused.returncode == 2 and "cleanup.policy" in refused.stderr, refused.stderr[-2000:]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from minikafka.pipeline.snapshot import BatchProgress, run_snapshot
 from tests.pipeline.kafka_data import Message, Record, create_topic, end_offsets, produce, unique_topic
-from tests.pipeline.pipeline_cli import run_pipeline_command
+from tests.pipeline.pipeline_cli import run_pipeline_command_in_process
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,9 +81,11 @@ def test_snapshot_keeps_the_live_state_and_reads_only_new_offsets(
     assert third.rows_read == 0 and delta_table_state(table) == live_state(produced + more)
 
 
-def test_snapshot_command_on_a_compacted_topic_after_cleaning(broker_factory: Any, tmp_path: Path) -> None:
-    """`minikafka snapshot` as a user runs it, on a topic with offset gaps left by the cleaner (and its tombstones
-    removed): the same table as the uncompacted history gives, and a progress line per micro-batch."""
+def test_snapshot_command_on_a_compacted_topic_after_cleaning(
+    spark: SparkSession, broker_factory: Any, tmp_path: Path
+) -> None:
+    """`minikafka snapshot` through the CLI's entry point, on a topic with offset gaps left by the cleaner (and its
+    tombstones removed): the same table as the uncompacted history gives, and a progress line per micro-batch."""
     broker: BrokerProcess = broker_factory({"log.cleaner.backoff.ms": "100"})
     topic = unique_topic("snapshot-compacted")
     create_topic(broker.bootstrap, topic, 2, {"cleanup.policy": "compact", "delete.retention.ms": "0",
@@ -94,7 +96,7 @@ def test_snapshot_command_on_a_compacted_topic_after_cleaning(broker_factory: An
     with urllib.request.urlopen(request, timeout=60) as response:
         assert response.status == 200
 
-    done = run_pipeline_command("snapshot", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
+    done = run_pipeline_command_in_process("snapshot", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
                                 "--table", str(tmp_path / "table"))
 
     assert done.returncode == 0, done.stderr[-3000:]
