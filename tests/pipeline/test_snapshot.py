@@ -122,15 +122,18 @@ def test_continuous_snapshot_follows_new_records_until_stopped(
     table = tmp_path / "table"
     produced = produce(broker.bootstrap, topic, updates(1, range(50)))
     results: list[Any] = []
+    seen: list[BatchProgress] = []
     runner = threading.Thread(target=lambda: results.append(run_snapshot(
-        spark, broker.bootstrap, topic, table, continuous=True, trigger_interval="500 milliseconds")))
+        spark, broker.bootstrap, topic, table, continuous=True, trigger_interval="500 milliseconds",
+        on_batch=seen.append)))
     runner.start()
 
     def wait_for_table(expected: dict[bytes, Any]) -> None:
+        """Until the table holds `expected` and the micro-batch that wrote it has finished."""
         deadline = time.monotonic() + 60
         while True:
             try:
-                if delta_table_state(table) == expected:
+                if sum(b.rows_read for b in seen) == len(produced) and delta_table_state(table) == expected:
                     return
             except Exception:  # the table is created by the query: not there yet
                 pass
