@@ -23,8 +23,9 @@ operation), the Spark driver JVM's peak RSS (the exact side only), bytes the cle
 `bytes_written`, summed over rounds) and `write_bytes` of /proc/<pid>/io over the broker tree (includes the
 uploaded plan file) and of the Spark JVM. Each result is verified by a read_committed confluent-kafka consumer
 from offset 0: every key exactly once, with its latest value (a tombstone for deleted keys: they stay until
-`delete.retention.ms`, a day), the aborted values nowhere. Prints a table and ratios; exit status 1 if a
-verification fails. `--quick` is 100k records over 20k keys.
+`delete.retention.ms`, a day), the aborted values nowhere; the exact result also by `minikafka audit` (its
+`run_audit` on the same Spark session: no key twice below the cleaner checkpoint). Prints a table and ratios; exit
+status 1 if a verification fails. `--quick` is 100k records over 20k keys.
 """
 
 from __future__ import annotations
@@ -349,6 +350,21 @@ def run_ordinary(kafka: MiniKafka, topic: str) -> Outcome:
     return out
 
 
+def audit_problems(kafka: MiniKafka, spark: Any, topic: str) -> list[str]:
+    """`minikafka audit` on the exactly compacted topic: no key twice below the cleaner checkpoint."""
+    from minikafka.pipeline.audit import run_audit
+
+    report = run_audit(spark, kafka.bootstrap_servers, topic, admin_url=kafka.admin_url)
+    [partition] = report.partitions
+    print(f"audit: ok={report.ok}, {partition.records:,} records, {partition.distinct_keys:,} distinct keys, "
+          f"checkpoint {partition.cleaner_checkpoint_offset}, "
+          f"{partition.duplicates_below_checkpoint} duplicates below it", flush=True)
+    problems = [f"audit: {v.rule} at offset {v.offset} (key {v.key})" for v in report.violations]
+    if partition.cleaner_checkpoint_offset is None:
+        problems.append("audit: no cleaner checkpoint after the exact round")
+    return problems if report.ok else problems or ["audit failed"]
+
+
 def spark_session(memory: str) -> tuple[Any, int, float]:
     from minikafka.pipeline.session import build_spark_session
     from minikafka.pipeline.spark_jars import ensure_spark_jars
@@ -425,6 +441,7 @@ def main() -> None:
         spark, spark_pid, spark_start_s = spark_session(args.spark_memory)
         try:
             exact = run_exact(kafka, spark, spark_pid, exact_topic)
+            exact.problems += audit_problems(kafka, spark, exact_topic)
         finally:
             spark.stop()
         print(f"exact: plan {exact.plan_seconds:.1f} s + apply {exact.apply_seconds:.1f} s; verifying", flush=True)
