@@ -6,7 +6,9 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
 - `kafka_server_brokertopicmetrics_bytesin_total`, `..._bytesout_total` (Produce request bytes in, Fetch
   response bytes out);
 - per partition, read at scrape time: `kafka_log_log_size{topic,partition}` (bytes),
-  `kafka_log_log_logendoffset` and `kafka_log_log_logstartoffset`.
+  `kafka_log_log_logendoffset` and `kafka_log_log_logstartoffset`;
+- the log dir (`LogManagerCollector`): `kafka_log_logmanager_offlinelogdirectorycount` and
+  `kafka_log_logmanager_logdirectoryoffline{logDirectory}` (1 once an I/O error took it offline).
 - the log cleaner (`LogCleanerCollector`, registered by `register_log_cleaner`): Kafka's LogCleaner and
   LogCleanerManager gauges under the JMX exporter's names (spec §3.1 formulas) and per-partition gauges
   `minikafka_log_cleaner_*{topic,partition}`; see README's metrics table.
@@ -28,6 +30,7 @@ from prometheus_client.registry import Collector
 
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
+from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
 
 _LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -52,6 +55,23 @@ class PartitionCollector(Collector):
         yield size
         yield end
         yield start
+
+
+class LogManagerCollector(Collector):
+    """Kafka's LogManager gauges for the (single) log dir, read at scrape time: OfflineLogDirectoryCount and
+    LogDirectoryOffline{logDirectory}, which turn 1 when an I/O error has taken the log dir offline."""
+
+    def __init__(self, log_manager: LogManager) -> None:
+        self._log_manager = log_manager
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        offline = int(self._log_manager.offline_reason is not None)
+        yield GaugeMetricFamily("kafka_log_logmanager_offlinelogdirectorycount",
+                                "Log directories taken offline by an I/O error", value=offline)
+        per_dir = GaugeMetricFamily("kafka_log_logmanager_logdirectoryoffline",
+                                    "1 if the log directory is offline, else 0", labels=["logDirectory"])
+        per_dir.add_metric([str(self._log_manager.log_dir)], offline)
+        yield per_dir
 
 
 class LogCleanerCollector(Collector):
@@ -186,6 +206,9 @@ class BrokerMetrics:
             registry=self.registry,
         )
         self.registry.register(PartitionCollector(logs))
+
+    def register_log_manager(self, log_manager: LogManager) -> None:
+        self.registry.register(LogManagerCollector(log_manager))
 
     def register_log_cleaner(self, cleaner: LogCleaner, log_dir: str) -> None:
         self.registry.register(LogCleanerCollector(cleaner, log_dir))

@@ -56,6 +56,7 @@ class KafkaServer:
         self.clock = clock or SystemClock()
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
         self.metrics = BrokerMetrics(self.log_manager.all_logs)
+        self.metrics.register_log_manager(self.log_manager)
         self.replica_manager = ReplicaManager(self.log_manager, self.metrics.no_key_compacted_topic_records.inc)
         # The cleaner's worker processes start once a compacted log exists or the broker has been up a while,
         # not with the broker: see LogCleaner._prestart_due (bench/startup.py measured the cost).
