@@ -52,12 +52,13 @@ from minikafka.broker.handlers import (
 )
 from minikafka.broker.metrics import BrokerMetrics
 from minikafka.broker.network import CloseConnection
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from minikafka.protocol.connection import RequestReceived, ServerConnection
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[BrokerContext, RequestReceived], Awaitable[Any]]
+Handler = Callable[[BrokerContext, RequestReceived, Session], Awaitable[Any]]
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: produce.handle,
@@ -108,10 +109,10 @@ class Dispatcher:
         self.ctx = ctx
         self.metrics = metrics
 
-    async def __call__(self, event: RequestReceived) -> bytes | None:
+    async def __call__(self, event: RequestReceived, session: Session) -> bytes | None:
         started = time.perf_counter()
         try:
-            response = await HANDLERS[event.api_key](self.ctx, event)
+            response = await HANDLERS[event.api_key](self.ctx, event, session)
         except CloseConnection:
             raise
         except Exception as exc:

@@ -27,6 +27,7 @@ from typing import cast
 
 from minikafka.broker.connection_quotas import ConnectionQuotas
 from minikafka.broker.memory_pool import MemoryPool
+from minikafka.broker.session import ANONYMOUS, Session
 from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
 from minikafka.protocol.errors import ProtocolError
 
@@ -38,8 +39,8 @@ READER_LIMIT_BYTES = 64 * 1024
 #: Frames up to this size are read without a reservation from the memory pool.
 SMALL_FRAME_BYTES = 64 * 1024
 
-#: Handles one request; returns the response frame, or None when no response is sent (acks=0 Produce).
-RequestDispatcher = Callable[[RequestReceived], Awaitable[bytes | None]]
+#: Handles one request of a session; returns the response frame, or None when no response is sent (acks=0 Produce).
+RequestDispatcher = Callable[[RequestReceived, Session], Awaitable[bytes | None]]
 
 
 class CloseConnection(Exception):
@@ -132,6 +133,7 @@ class SocketServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client) -> None:
         connection = ServerConnection(self.limits.max_request_bytes)
+        session = Session(ANONYMOUS, client.ip)
         reserved_bytes = 0  # pool reservation of the frame being read
         try:
             while not self._stopping:
@@ -151,7 +153,7 @@ class SocketServer:
                     self._idle.clear()
                     client.busy = True
                     try:
-                        frame = await self._dispatch(event)
+                        frame = await self._dispatch(event, session)
                         if frame is not None:
                             writer.write(frame)
                     finally:

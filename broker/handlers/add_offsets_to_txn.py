@@ -9,6 +9,7 @@ from typing import Any
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -17,7 +18,7 @@ from minikafka.protocol.messages import response_class
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.ADD_OFFSETS_TO_TXN, event.api_version)
     groups = ctx.group_coordinator.manager

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -22,7 +23,7 @@ def fenced_for(error: ErrorCode, api_version: int, since_version: int = 2) -> Er
     return error
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.ADD_PARTITIONS_TO_TXN, event.api_version)
     topic_cls = cls.AddPartitionsToTxnTopicResult

@@ -8,6 +8,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
@@ -69,5 +70,5 @@ async def alter_resources(
     return cls(throttle_time_ms=0, responses=responses)
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     return await alter_resources(ctx, event, ApiKey.ALTER_CONFIGS, full_overrides, full_broker_layer)

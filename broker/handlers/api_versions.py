@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -15,7 +16,7 @@ from minikafka.protocol.messages import response_class
 _SOFTWARE_FIELD = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-async def handle(_ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(_ctx: BrokerContext, event: RequestReceived, _session: Session) -> Any:
     if event.unsupported_version:
         # The client parses this as v0, then retries with our maximum (kafka-protocol-notes §3.2).
         low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -15,7 +16,7 @@ from minikafka.protocol.messages import response_class
 
 log = logging.getLogger(__name__)
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     cls = response_class(ApiKey.DELETE_RECORDS, event.api_version)
     topic_cls = cls.DeleteRecordsTopicResult
     partition_cls = topic_cls.DeleteRecordsPartitionResult

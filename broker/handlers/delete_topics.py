@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicDeletionDisabledError, UnknownTopicIdError
@@ -14,7 +15,7 @@ from minikafka.protocol.messages import response_class
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.DELETE_TOPICS, event.api_version)
     result_cls = cls.DeletableTopicResult

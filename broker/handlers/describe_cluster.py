@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -23,7 +24,7 @@ CONTROLLER_ENDPOINT = 2
 CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.DESCRIBE_CLUSTER, event.api_version)
     endpoint_type = request.endpoint_type if event.api_version >= 1 else BROKER_ENDPOINT

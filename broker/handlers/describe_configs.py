@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
@@ -24,7 +25,7 @@ def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> l
     raise InvalidRequestError(f"Unsupported resource type {resource_type}")
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.DESCRIBE_CONFIGS, version)

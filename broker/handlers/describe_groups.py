@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.DESCRIBE_GROUPS, event.api_version)
     group_cls = cls.DescribedGroup

@@ -13,13 +13,14 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.purgatory import TopicPartition
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.DESCRIBE_LOG_DIRS, event.api_version)
     result_cls = cls.DescribeLogDirsResult

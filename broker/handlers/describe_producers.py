@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -22,7 +23,7 @@ _MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     cls = response_class(ApiKey.DESCRIBE_PRODUCERS, event.api_version)
     topic_cls = cls.TopicResponse
     partition_cls = topic_cls.PartitionResponse

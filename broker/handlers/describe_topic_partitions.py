@@ -25,6 +25,7 @@ from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.describe_producers import topic_name_error
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -38,7 +39,7 @@ TOPIC_AUTHORIZED_OPERATIONS = sum(1 << operation for operation in (3, 4, 5, 6, 7
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS, event.api_version)
     cursor = request.cursor

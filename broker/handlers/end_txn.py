@@ -7,12 +7,13 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.END_TXN, event.api_version)
     error = ctx.txn_coordinator.handle_end_txn(

@@ -20,6 +20,7 @@ from minikafka.broker.fetch_context import FetchResponseData
 from minikafka.broker.fetch_manager import TOPIC_ID_VERSION
 from minikafka.broker.fetch_session import ZERO_UUID, PartitionData, TopicIdPartition
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import (
@@ -31,7 +32,7 @@ from minikafka.protocol.errors import (
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     uses_topic_ids = version >= TOPIC_ID_VERSION

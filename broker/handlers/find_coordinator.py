@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -38,7 +39,7 @@ async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
     return ErrorCode.NONE
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.FIND_COORDINATOR, version)

@@ -8,6 +8,7 @@ from typing import Any
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dynamic_config import config_key
 from minikafka.broker.handlers.alter_configs import alter_resources
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
@@ -89,6 +90,6 @@ def apply_broker_operations(ctx: BrokerContext, resource_name: str, configs: Any
     return layer
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     return await alter_resources(ctx, event, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations,
                                  apply_broker_operations)

@@ -10,6 +10,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -18,7 +19,7 @@ from minikafka.protocol.messages import response_class
 MAX_EPOCH = 32_767
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.INIT_PRODUCER_ID, event.api_version)
     producer_id = getattr(request, "producer_id", -1) if event.api_version >= 3 else -1

@@ -7,6 +7,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -15,7 +16,7 @@ from minikafka.protocol.messages import response_class
 CLIENT_HOST = "/127.0.0.1"
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.LEAVE_GROUP, version)

@@ -7,6 +7,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -16,7 +17,7 @@ LATEST_TIMESTAMP = -1
 READ_COMMITTED = 1
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.LIST_OFFSETS, event.api_version)
     topic_cls = cls.ListOffsetsTopicResponse

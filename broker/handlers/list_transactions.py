@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.session import Session
 from minikafka.broker.transactions.transaction_metadata import TransactionState
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -14,7 +15,7 @@ from minikafka.protocol.messages import response_class
 _STATE_NAMES = {state.state_name for state in TransactionState}
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.LIST_TRANSACTIONS, event.api_version)
     state_filters = list(request.state_filters or ())

@@ -9,6 +9,7 @@ from typing import Any
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -16,7 +17,7 @@ from minikafka.protocol.messages import response_class
 from minikafka.storage.log_manager import TopicMetadata
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.METADATA, version)

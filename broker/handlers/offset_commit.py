@@ -8,6 +8,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.group_offsets import CommitRequest
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -68,7 +69,7 @@ def commit_response(
     )
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator

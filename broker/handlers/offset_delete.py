@@ -6,13 +6,14 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.offset_commit import split_unknown_partitions
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     unknown, known = split_unknown_partitions(ctx, request.topics)
     error, results = ctx.group_coordinator.offsets.handle_delete_offsets(request.group_id, [tp for tp, _ in known])

@@ -9,6 +9,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.group_metadata import OffsetAndMetadata
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -48,7 +49,7 @@ def _partition_fields(index: int, value: OffsetAndMetadata | None, error: ErrorC
     }
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.OFFSET_FETCH, version)

@@ -7,13 +7,14 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.join_sync_messages import SyncGroupResult
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     future: asyncio.Future[SyncGroupResult] = asyncio.get_running_loop().create_future()

@@ -10,13 +10,14 @@ from typing import Any
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, TxnProducer
 from minikafka.broker.handlers.offset_commit import commit_requests, commit_response, split_unknown_partitions
+from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator

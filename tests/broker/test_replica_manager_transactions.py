@@ -18,6 +18,7 @@ from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.handlers import fetch as fetch_handler
 from minikafka.broker.handlers import list_offsets as list_offsets_handler
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
+from minikafka.broker.session import LOCAL_SESSION
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.messages import encode_response
@@ -114,7 +115,7 @@ async def test_fetch_response_carries_aborted_transactions(replica_manager: Repl
         event = RequestReceived(ApiKey.FETCH, version, 1, "test", request, 0)
         sessions = FetchManager(FetchSessionCache(1), FakeClock().monotonic_ms)
         ctx = SimpleNamespace(replica_manager=rm, fetch_manager=sessions)
-        response = await fetch_handler.handle(ctx, event)  # type: ignore[arg-type]
+        response = await fetch_handler.handle(ctx, event, LOCAL_SESSION)  # type: ignore[arg-type]
         assert encode_response(response, 1)
         return response.responses[0].partitions[0]
 
@@ -137,7 +138,7 @@ async def test_list_offsets_latest_is_the_lso_for_read_committed(replica_manager
             name="t", partitions=[topic.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
                                                              timestamp=-1)])])
         event = RequestReceived(ApiKey.LIST_OFFSETS, 7, 1, "test", request, 0)
-        response = await list_offsets_handler.handle(SimpleNamespace(replica_manager=rm), event)  # type: ignore[arg-type]
+        response = await list_offsets_handler.handle(SimpleNamespace(replica_manager=rm), event, LOCAL_SESSION)  # type: ignore[arg-type]
         return int(response.topics[0].partitions[0].offset)
 
     assert (await latest(READ_COMMITTED), await latest(READ_UNCOMMITTED)) == (1, 3)

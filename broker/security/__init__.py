@@ -1,0 +1,1 @@
+"""Listeners' security: TLS contexts, SASL mechanisms and credentials, and the ACL authorizer."""
