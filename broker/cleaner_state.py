@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikafka.cleaner.cleaner_manager import UncleanablePartition
 from minikafka.cleaner.exact_round import exact_end_limit
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets
@@ -50,6 +51,7 @@ def cleaner_state(
         raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
     config = log_manager.log_config(topic)
     checkpoints = log_cleaner.cleaner_checkpoints()
+    marks = log_cleaner.manager.uncleanable_partitions()
     partitions = []
     for partition in range(meta.num_partitions):
         log = log_manager.get_log(topic, partition)
@@ -69,6 +71,7 @@ def cleaner_state(
             "records_removed": record.records_removed,
             "tombstones_pending": record.tombstones_pending,
             "tombstone_horizon_ms": record.tombstone_horizon_ms,
+            "cleaning_failure": _cleaning_failure(marks.get((topic, partition)), log),
         })
     return {
         "topic": topic,
@@ -89,3 +92,12 @@ def cleaner_state(
         },
         "partitions": partitions,
     }
+
+
+def _cleaning_failure(mark: UncleanablePartition | None, log: UnifiedLog) -> dict[str, object] | None:
+    """The partition's last failed rounds: None when its last round succeeded; `uncleanable` once retries are
+    exhausted (cleaning waits for a manual compaction, a recreation or a restart)."""
+    if mark is None or mark.log_identity != id(log):
+        return None
+    return {"reason": mark.reason, "failed_rounds": mark.failures, "retry_at_ms": mark.retry_at_ms,
+            "uncleanable": mark.permanent}

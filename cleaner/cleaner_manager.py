@@ -7,12 +7,15 @@ resume. `abort_and_pause` blocks until the cleaner thread has observed the abort
 
 Beyond Kafka: a partition that fails is not "uncleanable until restart" at once. It is retried after
 `retry_backoff_ms * 2^(failures-1)`; after `max_retries` failed retries it is reported uncleanable (with the
-reason) until it is deleted, recreated, manually compacted successfully, or the broker restarts.
+reason) until it is deleted, recreated, manually compacted successfully, or the broker restarts. A round that
+failed for want of disk space (ENOSPC, EDQUOT) is retried without end, its backoff capped at the last retry's,
+so cleaning resumes by itself once space is freed (Kafka would take the log dir offline).
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import threading
 from collections.abc import Iterable
@@ -191,12 +194,15 @@ class LogCleanerManager:
                 del self._states[tp]
             self._cond.notify_all()
 
-    def mark_failed(self, tp: TopicPartition, log: UnifiedLog, reason: str, now_ms: int) -> UncleanablePartition:
-        """Count a failed round; schedule a retry or, once retries are exhausted, mark it uncleanable."""
+    def mark_failed(self, tp: TopicPartition, log: UnifiedLog, reason: str, now_ms: int, *,
+                    out_of_space: bool = False) -> UncleanablePartition:
+        """Count a failed round; schedule a retry or, once retries are exhausted (never when `out_of_space`),
+        mark it uncleanable."""
         with self._cond:
             previous = self._uncleanable.get(tp)
             failures = previous.failures + 1 if previous is not None and previous.log_identity == id(log) else 1
-            retry_at = None if failures > self.max_retries else now_ms + self.retry_backoff_ms * 2 ** (failures - 1)
+            backoff_ms = self.retry_backoff_ms * 2 ** (min(failures, self.max_retries) - 1)
+            retry_at = None if failures > self.max_retries and not out_of_space else now_ms + backoff_ms
             mark = UncleanablePartition(reason, failures, retry_at, id(log))
             self._uncleanable[tp] = mark
         if mark.permanent:
@@ -253,3 +259,13 @@ class LogCleanerManager:
     def state_of(self, tp: TopicPartition) -> tuple[CleaningState, int] | None:
         with self._cond:
             return self._states.get(tp)
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """Whether a failed round ran out of disk space (the OSError may be wrapped, e.g. in KafkaStorageError)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -35,13 +35,14 @@ from minikafka.cleaner.cleaner_manager import (
     LogCleaningAbortedError,
     ThreadShutdownError,
     TopicPartition,
+    is_out_of_space,
 )
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.config import CleanerConfig
 from minikafka.cleaner.exact_round import ExactRoundRange, check_plan_range, exact_end_limit
 from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
 from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
-from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
+from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult, roll_active_segment
 from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan, read_plan
 from minikafka.cleaner.throttler import Throttler
@@ -302,7 +303,7 @@ class LogCleaner:
             if self._hosted(log):
                 reason = f"{type(exc).__name__}: {exc}"
                 logger.debug("Cleaner %d: round of %s-%d failed", worker.index, *tp, exc_info=True)
-                self.manager.mark_failed(tp, log, reason, self.clock.time_ms())
+                self.manager.mark_failed(tp, log, reason, self.clock.time_ms(), out_of_space=is_out_of_space(exc))
                 if result is not None:
                     result.status, result.error = "failed", reason
             elif result is not None:
@@ -563,8 +564,8 @@ class LogCleaner:
         if meta.topic_id.bytes != plan.topic_id:
             result.status, result.error = "refused", f"topic {topic} was deleted and recreated since the plan was made"
             return result
-        if plan.end_offset > log.segments()[-1].base_offset:
-            log.roll()
+        if plan.end_offset > log.segments()[-1].base_offset and not roll_active_segment(log, result):
+            return result
         self.manager.clear_failures(tp)
         state = self.manager.state_of(tp)
         if (state is not None and state[0] is CleaningState.PAUSED) or not self.manager.try_begin(tp, 300):
@@ -596,7 +597,9 @@ class LogCleaner:
         if log is None:
             result.status = "unknown_partition"
             return result
-        log.roll()  # "now" includes what was just written; min.compaction.lag.ms still holds it back
+        # "now" includes what was just written; min.compaction.lag.ms still holds it back
+        if not roll_active_segment(log, result):
+            return result
         self.manager.clear_failures(tp)
         previous_end = -1
         for _ in range(_MAX_MANUAL_ROUNDS):

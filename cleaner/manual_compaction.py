@@ -13,6 +13,8 @@ from typing import Any
 
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
+from minikafka.protocol.errors import KafkaError
+from minikafka.storage.unified_log import UnifiedLog
 
 TopicPartition = tuple[str, int]
 
@@ -109,3 +111,14 @@ class CompactionRequest:
             body["exact"] = True
             body["plan"] = self.plan.describe()
         return body
+
+
+def roll_active_segment(log: UnifiedLog, result: PartitionCompactionResult) -> bool:
+    """Roll the active segment for a manual request; a failed roll (a full disk) fails the request, not the thread."""
+    try:
+        log.roll()
+    except KafkaError as exc:
+        result.status, result.error = "failed", f"rolling the active segment failed: {exc}"
+        return False
+    return True
+

@@ -15,7 +15,8 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from minikafka.storage.checkpoint import (
 from minikafka.storage.clock import Clock
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.producer_id_manager import ProducerIdManager
-from minikafka.storage.unified_log import UnifiedLog
+from minikafka.storage.unified_log import DISK_FAILURE_ERRNOS, UnifiedLog
 
 logger = logging.getLogger(__name__)
 
@@ -194,13 +195,51 @@ class LogManager:
             meta = TopicMetadata(name, uuid.uuid4(), num_partitions, overrides)
             if validate_only:
                 return meta
-            for partition in range(num_partitions):
-                shutil.rmtree(self.log_dir / f"{name}-{partition}", ignore_errors=True)
-                self._logs[(name, partition)] = self._open_log(meta, partition, 0, 0, True)
-            self._topics[name] = meta
-            self._names_by_id[meta.topic_id] = name
-            self._write_registry()
+            with self._storage_errors(f"creating topic {name}"):
+                logs = self._open_new_logs(meta, range(num_partitions))
+                self._topics[name] = meta
+                self._names_by_id[meta.topic_id] = name
+                try:
+                    self._write_registry()
+                except BaseException:
+                    del self._topics[name], self._names_by_id[meta.topic_id]
+                    self._discard_new_logs(logs)
+                    raise
+            self._logs.update(((name, partition), log) for partition, log in logs.items())
             return meta
+
+    def _open_new_logs(self, meta: TopicMetadata, partitions: range) -> dict[int, UnifiedLog]:
+        """Fresh logs for `partitions` of `meta`: all of them, or (on an error) none, with their dirs removed."""
+        logs: dict[int, UnifiedLog] = {}
+        try:
+            for partition in partitions:
+                shutil.rmtree(self.log_dir / f"{meta.name}-{partition}", ignore_errors=True)
+                logs[partition] = self._open_log(meta, partition, 0, 0, True)
+        except BaseException:
+            self._discard_new_logs(logs)
+            for partition in partitions:
+                shutil.rmtree(self.log_dir / f"{meta.name}-{partition}", ignore_errors=True)
+            raise
+        return logs
+
+    @staticmethod
+    def _discard_new_logs(logs: Mapping[int, UnifiedLog]) -> None:
+        for log in logs.values():
+            log.close()
+            shutil.rmtree(log.dir, ignore_errors=True)
+
+    @contextmanager
+    def _storage_errors(self, operation: str) -> Iterator[None]:
+        """An OSError of an admin operation (its changes already undone) becomes KAFKA_STORAGE_ERROR; a failed disk
+        (not a full one) also takes the log dir offline, as an append's would."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno in DISK_FAILURE_ERRNOS:
+                self.mark_log_dir_offline(f"I/O error while {operation}: {exc}")
+            else:
+                logger.error("I/O error while %s: %s", operation, exc)
+            raise KafkaStorageError(f"Error while {operation} in {self.log_dir}: {exc}") from exc
 
     def _require(self, name: str) -> TopicMetadata:
         meta = self._topics.get(name)
@@ -259,10 +298,16 @@ class LogManager:
                 raise InvalidPartitionsError(f"Topic already has {meta.num_partitions} partitions.")
             if validate_only:
                 return
-            for partition in range(meta.num_partitions, new_total):
-                self._logs[(name, partition)] = self._open_log(meta, partition, 0, 0, True)
-            meta.num_partitions = new_total
-            self._write_registry()
+            with self._storage_errors(f"adding partitions to {name}"):
+                logs = self._open_new_logs(meta, range(meta.num_partitions, new_total))
+                old_total, meta.num_partitions = meta.num_partitions, new_total
+                try:
+                    self._write_registry()
+                except BaseException:
+                    meta.num_partitions = old_total
+                    self._discard_new_logs(logs)
+                    raise
+            self._logs.update(((name, partition), log) for partition, log in logs.items())
 
     def alter_topic_config(self, name: str, overrides: Mapping[str, str], validate_only: bool = False) -> None:
         """Replace the topic's overrides (AlterConfigs semantics) and apply them to its logs."""
@@ -357,7 +402,10 @@ class LogManager:
         with self._lock:
             for log in self._logs.values():
                 log.close()
-            self.checkpoint_recovery_points()
-            self.checkpoint_log_start_offsets()
-            atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")
+            try:
+                self.checkpoint_recovery_points()
+                self.checkpoint_log_start_offsets()
+                atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")
+            except OSError as exc:  # a full disk: without the clean marker the next start recovers as after a crash
+                logger.error("Could not write the checkpoints of %s at shutdown: %s", self.log_dir, exc)
             self.started = False

@@ -10,6 +10,7 @@ when given the producer state as of the segment's base offset.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from minikafka.storage.file_records import FileRecords
 from minikafka.storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
 from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction, TransactionIndex
+
+logger = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -369,7 +372,10 @@ class LogSegment:
 
     def close(self) -> None:
         if not self.log.closed:
-            self.on_becoming_inactive()
+            try:
+                self.on_becoming_inactive()
+            except OSError as exc:  # as Kafka's swallow: the time index lacks its last entry, the data is intact
+                logger.warning("Could not append the final time index entry of %s at close: %s", self.log.path, exc)
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()

@@ -596,7 +596,10 @@ class UnifiedLog:
     def close(self) -> None:
         with self._lock:
             self.flush()
-            self.producer_state.take_snapshot(self._log_end_offset)
+            try:
+                self.producer_state.take_snapshot(self._log_end_offset)
+            except OSError as exc:  # a full disk: the next load replays the log from the last snapshot instead
+                logger.warning("Could not snapshot the producer state of %s at close: %s", self.topic_partition, exc)
             for segment in self._segments:
                 segment.close()
             self.delete_pending_segments()

@@ -40,10 +40,11 @@ class CoordinatorPartitions:
 
     @classmethod
     def append_error(cls, error: KafkaError) -> ErrorCode:
-        """Kafka's mapping of a failed append to the internal topic to the coordinator API's error."""
+        """Kafka's mapping of a failed append to the internal topic to the coordinator API's error. A storage
+        error (a full disk) is NOT_COORDINATOR, as in Kafka: clients look the coordinator up again and retry."""
         if error.error_code in cls.too_large_errors:
             return cls.too_large_error
-        if error.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        if error.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
@@ -66,7 +67,7 @@ class CoordinatorPartitions:
         try:
             self.topic.append(self.partition_for(key), records, self.clock.time_ms(), producer)
         except KafkaError as error:
-            log.warning("append to %s for %s %s failed: %r", self.topic_name, self.key_name, key, error)
+            log.warning("append to %s for %s %.200s failed: %r", self.topic_name, self.key_name, key, error)
             return self.append_error(error)
         return ErrorCode.NONE
 

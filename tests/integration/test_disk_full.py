@@ -8,38 +8,17 @@ Needs root to mount a tmpfs; skipped with that reason elsewhere.
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from minikafka.testing import MiniKafka
+from tests.integration.small_filesystem import FILESYSTEM_BYTES, leftovers
 
-FILESYSTEM_BYTES = 40 * 1024 * 1024
 BALLAST_BYTES = 4 * 1024 * 1024
 VALUE = b"v" * 1024
 TOPIC = "fill"
 FAILURES_WANTED = 50
-LEFTOVER_SUFFIXES = (".tmp", ".cleaned", ".swap")
-
-
-@pytest.fixture
-def small_log_dir(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a 40 MiB tmpfs needs root")
-    mount_point = tmp_path / "data"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FILESYSTEM_BYTES}", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 class AckLog:
@@ -91,10 +70,6 @@ def read_all(bootstrap: str) -> dict[int, bytes]:
             found[message.offset()] = message.key()
     finally:
         consumer.close()
-
-
-def leftovers(log_dir: Path) -> list[Path]:
-    return [path for path in log_dir.rglob("*") if path.name.endswith(LEFTOVER_SUFFIXES)]
 
 
 def test_a_full_disk_fails_appends_cleanly_serves_reads_and_recovers_without_a_restart(small_log_dir: Path) -> None:

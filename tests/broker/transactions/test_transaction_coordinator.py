@@ -219,5 +219,5 @@ def test_log_append_failure_keeps_the_cached_state() -> None:
     h = Harness()
     pid, epoch = h.begin()
     h.topic.fail_with = KafkaStorageError("disk")
-    assert h.coordinator.handle_add_partitions("tx", pid, epoch, [("t", 0)]) is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert h.coordinator.handle_add_partitions("tx", pid, epoch, [("t", 0)]) is ErrorCode.NOT_COORDINATOR
     assert h.manager.get("tx").state is S.EMPTY  # type: ignore[union-attr]
