@@ -35,6 +35,7 @@ from minikafka.storage.checkpoint import (
     atomic_write,
 )
 from minikafka.storage.clock import Clock
+from minikafka.storage.free_space import LOG_DIR_CONFIG_DEF, MIN_FREE_BYTES_CONFIG, FreeSpaceGuard
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.producer_id_manager import ProducerIdManager
 from minikafka.storage.unified_log import DISK_FAILURE_ERRNOS, UnifiedLog
@@ -100,6 +101,9 @@ class LogManager:
         #: why the log dir was taken offline (Kafka's offline log dir), None while it is online
         self.offline_reason: str | None = None
         self._producer_ids: ProducerIdManager | None = None
+        min_free_bytes = int(LOG_DIR_CONFIG_DEF.parse(self.broker_props)[MIN_FREE_BYTES_CONFIG])
+        #: `minikafka.log.dir.min.free.bytes`, shared by the logs of client topics (None: no floor)
+        self.space_guard = FreeSpaceGuard(self.log_dir, min_free_bytes) if min_free_bytes else None
         self.started = False
 
     # ------------------------------------------------------------------ startup
@@ -145,7 +149,8 @@ class LogManager:
         config = LogConfig.from_props(meta.config_overrides, self.broker_props, allow_unknown=True)
         log = UnifiedLog(dir, config, clock=self.clock, recovery_point=recovery_point,
                          log_start_offset=log_start_offset, clean_shutdown=clean_shutdown,
-                         topic=meta.name, partition=partition, on_log_dir_failure=self.mark_log_dir_offline)
+                         topic=meta.name, partition=partition, on_log_dir_failure=self.mark_log_dir_offline,
+                         space_guard=None if meta.name.startswith("__") else self.space_guard)
         metadata_path = dir / PARTITION_METADATA_FILE
         if not metadata_path.exists():
             atomic_write(metadata_path, f"version: 0\ntopic_id: {uuid_to_base64(meta.topic_id)}\n".encode())

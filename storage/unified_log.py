@@ -29,6 +29,7 @@ from minikafka.protocol.records import (
 )
 from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.clock import Clock, SystemClock
+from minikafka.storage.free_space import FreeSpaceGuard
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_loader import LogLoader
 from minikafka.storage.log_segment import (
@@ -142,10 +143,13 @@ class UnifiedLog:
         topic: str | None = None,
         partition: int | None = None,
         on_log_dir_failure: Callable[[str], None] | None = None,
+        space_guard: FreeSpaceGuard | None = None,
     ) -> None:
         self.dir = Path(dir)
         #: called with the reason when the disk failed (LogManager.mark_log_dir_offline)
         self.on_log_dir_failure = on_log_dir_failure
+        #: the log dir's free-space floor for client appends (None: no floor)
+        self.space_guard = space_guard
         if topic is None or partition is None:
             topic, partition = parse_topic_partition(self.dir)
         self.topic, self.partition = topic, partition
@@ -264,6 +268,8 @@ class UnifiedLog:
             first_offset = self._log_end_offset
             last_offset = first_offset + batch.last_offset_delta
             max_timestamp = now_ms if config.log_append_time else batch.max_timestamp
+            if self.space_guard is not None:
+                self.space_guard.admit(batch.size_bytes)
             self._maybe_roll(batch.size_bytes, max_timestamp, last_offset, now_ms)
             buffer = bytearray(batch.raw())
             set_base_offset(buffer, 0, first_offset)
