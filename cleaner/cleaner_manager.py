@@ -18,13 +18,14 @@ import enum
 import errno
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from minikafka.cleaner.manager import GrabResult, PartitionView, grab_filthiest_compacted_log
 from minikafka.protocol.errors import KafkaStorageError
 from minikafka.storage.log_manager import LogManager
-from minikafka.storage.unified_log import UnifiedLog
+from minikafka.storage.log_segment import SegmentInconsistentError
+from minikafka.storage.unified_log import DISK_FAILURE_ERRNOS, UnifiedLog
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 
@@ -177,7 +178,13 @@ class LogCleanerManager:
         with self._cond:
             state = self._states.get(tp)
             if end_offset is not None and state is not None and state[0] is CleaningState.IN_PROGRESS:
-                self.update_checkpoints({tp: end_offset})
+                try:
+                    self.update_checkpoints({tp: end_offset})
+                except OSError as exc:  # the cleaned segments are in; the next round reads the range again
+                    logger.error("Could not checkpoint the cleaning of %s-%d up to %d: %s", tp[0], tp[1], end_offset,
+                                 exc)
+                    if exc.errno in DISK_FAILURE_ERRNOS:
+                        self.log_manager.mark_log_dir_offline(f"writing the cleaner-offset-checkpoint failed: {exc}")
                 mark = self._uncleanable.get(tp)
                 if mark is not None:
                     del self._uncleanable[tp]
@@ -263,9 +270,19 @@ class LogCleanerManager:
 
 def is_out_of_space(exc: BaseException) -> bool:
     """Whether a failed round ran out of disk space (the OSError may be wrapped, e.g. in KafkaStorageError)."""
+    return any(error.errno in (errno.ENOSPC, errno.EDQUOT) for error in _os_errors(exc))
+
+
+def is_disk_failure(exc: BaseException) -> bool:
+    """Whether a failed round met a broken disk (EIO, a read-only remount) or left files that disagree with
+    memory: Kafka's cleaner takes the log dir offline for these."""
+    return any(isinstance(error, SegmentInconsistentError) or error.errno in DISK_FAILURE_ERRNOS
+               for error in _os_errors(exc))
+
+
+def _os_errors(exc: BaseException) -> Iterator[OSError]:
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
+        if isinstance(seen, OSError):
+            yield seen
         seen = seen.__cause__ or seen.__context__
-    return False

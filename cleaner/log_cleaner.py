@@ -35,6 +35,7 @@ from minikafka.cleaner.cleaner_manager import (
     LogCleaningAbortedError,
     ThreadShutdownError,
     TopicPartition,
+    is_disk_failure,
     is_out_of_space,
 )
 from minikafka.cleaner.cleaner_stats import CleanerStats
@@ -303,6 +304,8 @@ class LogCleaner:
             if self._hosted(log):
                 reason = f"{type(exc).__name__}: {exc}"
                 logger.debug("Cleaner %d: round of %s-%d failed", worker.index, *tp, exc_info=True)
+                if is_disk_failure(exc):
+                    log.log_dir_failed(f"cleaning {log.topic_partition} failed: {reason}")
                 self.manager.mark_failed(tp, log, reason, self.clock.time_ms(), out_of_space=is_out_of_space(exc))
                 if result is not None:
                     result.status, result.error = "failed", reason

@@ -6,6 +6,7 @@ Writes are atomic: a `.tmp` sibling is written and fsynced, renamed over the fil
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Mapping
@@ -21,16 +22,22 @@ _VERSION = 0
 TopicPartition = tuple[str, int]
 
 
+#: fsync of a directory is not supported here (some filesystems, other platforms): nothing to make durable.
+_DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.EBADF, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
 def fsync_dir(path: Path) -> None:
-    """fsync a directory so renames inside it are durable (no-op where directories cannot be opened)."""
+    """fsync a directory so renames inside it are durable (no-op where directories cannot be opened or synced);
+    any other error (EIO) is raised, as Kafka's Utils.flushDir does."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as exc:
+        if exc.errno not in _DIR_FSYNC_UNSUPPORTED:
+            raise
     finally:
         os.close(fd)
 

@@ -391,15 +391,21 @@ class LogSegment:
         """Rename all files from `<name><old_suffix>` to `<name><new_suffix>` (the swap protocol, §2.8)."""
         if self.suffix != old_suffix:
             raise ValueError(f"segment {self.base_offset} has suffix {self.suffix!r}, not {old_suffix!r}")
+        self.rename_files_to(new_suffix)
+
+    def rename_files_to(self, suffix: str) -> None:
+        """Give every file the name `<name><suffix>`; files already so named are left alone, so this also undoes
+        a rename that failed part-way."""
         for component, extension in ((self.log, LOG_SUFFIX), (self.offset_index, INDEX_SUFFIX),
-                                     (self.time_index, TIME_INDEX_SUFFIX)):
-            target = self.dir / segment_file_name(self.base_offset, extension, new_suffix)
-            if component.path.exists():
+                                     (self.time_index, TIME_INDEX_SUFFIX), (self.txn_index, TXN_INDEX_SUFFIX)):
+            target = self.dir / segment_file_name(self.base_offset, extension, suffix)
+            if component.path == target:
+                continue
+            if component is self.txn_index or component.path.exists():
                 component.rename_to(target)
             else:
                 component.path = target
-        self.txn_index.rename_to(self.dir / segment_file_name(self.base_offset, TXN_INDEX_SUFFIX, new_suffix))
-        self.suffix = new_suffix
+        self.suffix = suffix
 
     def set_last_modified_ms(self, mtime_ms: int) -> None:
         for path in (self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path):

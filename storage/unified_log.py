@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from minikafka.protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from minikafka.protocol.records import (
@@ -520,21 +521,52 @@ class UnifiedLog:
                     segment.delete()
                 return
             ordered = sorted(new_segments, key=lambda s: s.base_offset)
-            for segment in reversed(ordered):
-                if segment.suffix == CLEANED_SUFFIX:
-                    segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-            fsync_dir(self.dir)
+            try:
+                for segment in reversed(ordered):
+                    if segment.suffix == CLEANED_SUFFIX:
+                        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+                fsync_dir(self.dir)
+            except OSError:  # nothing live was touched: drop the cleaned output
+                for segment in ordered:
+                    segment.close()
+                    segment.delete()
+                raise
+            # From here a crash is completed by the loader (the .swap files are whole); a failure is undone.
+            renamed: list[tuple[LogSegment, str]] = []
+            try:
+                for segment in present:
+                    renamed.append((segment, segment.suffix))
+                    segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
+                for segment in ordered:
+                    if segment.suffix == SWAP_SUFFIX:
+                        renamed.append((segment, SWAP_SUFFIX))
+                        segment.change_file_suffixes(SWAP_SUFFIX, "")
+                fsync_dir(self.dir)
+            except OSError as exc:
+                self._undo_swap(renamed, ordered, exc)
             for segment in present:
                 self._segments.remove(segment)
-                segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
             for segment in ordered:
                 bases = [s.base_offset for s in self._segments]
                 self._segments.insert(bisect.bisect_left(bases, segment.base_offset), segment)
-            for segment in ordered:
-                if segment.suffix == SWAP_SUFFIX:
-                    segment.change_file_suffixes(SWAP_SUFFIX, "")
-            fsync_dir(self.dir)
             self._schedule_deletion(present)
+
+    def _undo_swap(self, renamed: list[tuple[LogSegment, str]], new_segments: list[LogSegment],
+                   error: OSError) -> NoReturn:
+        """Put back a swap that failed half-way (newest renames first: a cleaned segment takes the name its first
+        source had), delete the cleaned segments and re-raise; if the undo fails too, the files no longer match
+        memory (SegmentInconsistentError: the log dir goes offline and the loader completes the swap)."""
+        try:
+            for segment, suffix in reversed(renamed):
+                segment.rename_files_to(suffix)
+            for segment in new_segments:
+                segment.close()
+                segment.delete()
+            fsync_dir(self.dir)
+        except OSError as undo_error:
+            raise SegmentInconsistentError(f"swap of cleaned segments into {self.topic_partition} failed ({error}) "
+                                           f"and could not be undone: {undo_error}") from undo_error
+        raise error
 
     # -------------------------------------------------------- delayed deletion
     def _schedule_deletion(self, segments: list[LogSegment]) -> None:
