@@ -1,4 +1,6 @@
-"""The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...]` and
+"""The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...] [--add-scram ARG ...]`
+(`--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'` stores a SCRAM credential in the log dir before
+the broker serves, with the syntax of `kafka-storage format --add-scram`) and
 `minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL]` (asks a running broker to clean now
 through `POST /admin/compact` on its metrics/admin port and prints what was removed).
 
@@ -19,6 +21,8 @@ import urllib.request
 from pathlib import Path
 
 from minikafka.broker.config import KafkaConfig, load_properties
+from minikafka.broker.security.scram_credentials import ScramCredentialStore
+from minikafka.broker.security.scram_parser import parse_add_scram
 from minikafka.broker.server import KafkaServer
 from minikafka.protocol.errors import KafkaError
 
@@ -56,13 +60,38 @@ def serve(args: argparse.Namespace) -> int:
     except KafkaError as error:
         log.error("invalid configuration: %s", error.message or error)
         return 2
+    if args.add_scram and not _add_scram(config, args.add_scram):
+        return 2
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
-        asyncio.run(_serve(config))
+        run = asyncio.run
     else:
-        uvloop.run(_serve(config))
+        run = uvloop.run
+    try:
+        run(_serve(config))
+    except KafkaError as error:  # found at startup: an unreadable key store, a SASL listener without mechanisms
+        log.error("invalid configuration: %s", error.message or error)
+        return 2
     return 0
+
+
+def _add_scram(config: KafkaConfig, arguments: list[str]) -> bool:
+    """Store each `--add-scram` credential in the log dir (replacing the user's credential of that mechanism)."""
+    try:
+        parsed = [parse_add_scram(argument) for argument in arguments]
+        store = ScramCredentialStore.load(config.log_dir)
+        for user, mechanism, credential in parsed:
+            store.upsert(user, mechanism, credential)
+            log.info("SCRAM credential for user %s (%s, %d iterations) stored", user, mechanism.mechanism_name,
+                     credential.iterations)
+    except ValueError as error:
+        log.error("--add-scram: %s", error)
+        return False
+    except KafkaError as error:
+        log.error("--add-scram: %s", error.message or error)
+        return False
+    return True
 
 
 def compact(args: argparse.Namespace) -> int:
@@ -138,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser.add_argument("--config", help="a server.properties file")
     serve_parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override one property"
+    )
+    serve_parser.add_argument(
+        "--add-scram", action="append", default=[], metavar="MECHANISM=[name=USER,password=PASSWORD]",
+        help="store a SCRAM credential before serving, as kafka-storage format --add-scram "
+             "(e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; also iterations=, salt=, saltedpassword=)",
     )
     compact_parser = commands.add_parser("compact", help="ask a running broker to compact a topic now")
     compact_parser.add_argument("topic")

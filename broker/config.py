@@ -9,20 +9,24 @@ Project-only keys use the `minikafka.` prefix. Immutable after construction; thr
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from minikafka.broker.connection_quotas import parse_ip_overrides
 from minikafka.broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
+from minikafka.broker.listeners import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners
 from minikafka.broker.network import NetworkLimits
+from minikafka.broker.security.authorizer_config import AUTHORIZER_CONFIG_DEF, AuthorizerConfig
+from minikafka.broker.security.sasl_config import SASL_CONFIG_DEF
+from minikafka.broker.security.ssl_factory import SSL_CONFIG_DEF, SslConfig
 from minikafka.broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
+from minikafka.storage.free_space import LOG_DIR_CONFIG_DEF
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
 
 log = logging.getLogger(__name__)
@@ -32,9 +36,16 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("node.id", ConfigType.INT, 1, at_least(0), "The node id of this broker."),
         ConfigKey(
             "listeners", ConfigType.LIST, ("PLAINTEXT://127.0.0.1:9092",), None,
-            "Listener to bind; only one PLAINTEXT listener is supported.",
+            "Listeners to bind, NAME://host:port; the name maps to a protocol in listener.security.protocol.map.",
         ),
-        ConfigKey("advertised.listeners", ConfigType.LIST, None, None, "Listener given to clients in Metadata."),
+        ConfigKey(
+            "advertised.listeners", ConfigType.LIST, None, None,
+            "Per listener name, the host:port given to clients in Metadata (default: the listener's own).",
+        ),
+        ConfigKey(
+            "listener.security.protocol.map", ConfigType.STRING, DEFAULT_SECURITY_PROTOCOL_MAP, None,
+            "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
+        ),
         ConfigKey("log.dirs", ConfigType.LIST, None, None, "The directory the log data is kept in (one)."),
         ConfigKey("log.dir", ConfigType.STRING, "/tmp/kafka-logs", None, "Used when log.dirs is not set."),
         ConfigKey("num.partitions", ConfigType.INT, 1, at_least(1), "Default partitions for new topics."),
@@ -101,6 +112,11 @@ BROKER_CONFIG_DEF = ConfigDef(
     ]
 )
 
+#: Tables whose keys the broker knows (others are warned about); the SASL and ACL tables join here.
+_CONFIG_TABLES: tuple[ConfigDef, ...] = (
+    BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, TRANSACTION_CONFIG_DEF, CLEANER_CONFIG_DEF, SSL_CONFIG_DEF, SASL_CONFIG_DEF,
+    AUTHORIZER_CONFIG_DEF, LOG_DIR_CONFIG_DEF)
+
 _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
     "log.retention.minutes",
     "log.retention.hours",
@@ -108,21 +124,6 @@ _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
     "log.roll.jitter.hours",
     "message.max.bytes",
 }
-
-
-@dataclass(frozen=True)
-class Listener:
-    host: str
-    port: int
-
-
-def parse_listener(name: str, value: str) -> Listener:
-    parts = urlsplit(value)
-    if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: expected PLAINTEXT://host:port"
-        )
-    return Listener(parts.hostname or "0.0.0.0", parts.port)
 
 
 class KafkaConfig:
@@ -136,21 +137,21 @@ class KafkaConfig:
         self.groups = GroupConfig.from_props(self.props)
         self.transactions = TransactionConfig.from_props(self.props)
         self.log_defaults = LogConfig.from_props({}, self.props)  # validates every log.* synonym
+        self.authorizer = AuthorizerConfig.from_props(self.props)
+        SASL_CONFIG_DEF.parse(self.props)  # per-listener SASL settings are checked when the listeners start
+        LOG_DIR_CONFIG_DEF.parse(self.props)
         for name in self.props:
-            tables = (BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, TRANSACTION_CONFIG_DEF, CLEANER_CONFIG_DEF)
-            known = any(name in table for table in tables)
-            if not (known or name in _LOG_SYNONYMS):
+            known = any(name in table for table in _CONFIG_TABLES)
+            # listener.name.<listener>.<key> overrides a key for one listener (its SASL keys carry a mechanism too)
+            if not (known or name in _LOG_SYNONYMS or name.startswith("listener.name.")):
                 log.warning("Unknown broker configuration %s ignored", name)
-        listeners = values["listeners"]
-        if len(listeners) != 1:
-            raise InvalidConfigError(
-                f"Invalid value {','.join(listeners)} for configuration listeners: exactly one listener"
-            )
-        self.listener = parse_listener("listeners", listeners[0])
-        advertised = values["advertised.listeners"]
-        self.advertised = parse_listener("advertised.listeners", advertised[0]) if advertised else Listener(
-            "127.0.0.1" if self.listener.host in ("0.0.0.0", "") else self.listener.host, self.listener.port
-        )
+        self.listeners, self.advertised_listeners = parse_listeners(
+            values["listeners"], values["listener.security.protocol.map"], values["advertised.listeners"])
+        #: TLS settings of every SSL and SASL_SSL listener, by listener name (the contexts are built at startup)
+        self.ssl_configs: dict[str, SslConfig] = {
+            endpoint.listener_name: SslConfig.for_listener(self.props, endpoint.listener_name)
+            for endpoint in self.listeners if endpoint.uses_tls
+        }
         log_dirs = values["log.dirs"] or (values["log.dir"],)
         if len(log_dirs) != 1:
             raise InvalidConfigError(
@@ -163,12 +164,35 @@ class KafkaConfig:
         return self.values[name]
 
     @property
+    def listener(self) -> EndPoint:
+        """The first listener (the only one of a default configuration)."""
+        return self.listeners[0]
+
+    @property
+    def advertised(self) -> EndPoint:
+        """The first listener's advertised endpoint."""
+        return self.advertised_listeners[self.listeners[0].listener_name]
+
+    def advertised_endpoint(self, listener_name: str) -> EndPoint:
+        """What a request that arrived on `listener_name` is told to connect to (Kafka answers per listener)."""
+        return self.advertised_listeners.get(listener_name) or self.advertised
+
+    def with_bound_ports(self, bound_ports: Mapping[str, int]) -> KafkaConfig:
+        """This config with each advertised port 0 replaced by the port its listener got (as Kafka advertises)."""
+        bound = copy.copy(self)
+        bound.advertised_listeners = {
+            name: endpoint.with_port(bound_ports.get(name, 0)) if endpoint.port == 0 else endpoint
+            for name, endpoint in self.advertised_listeners.items()
+        }
+        return bound
+
+    @property
     def node_id(self) -> int:
         return int(self.values["node.id"])
 
 
 def _network_limits(values: Mapping[str, Any]) -> NetworkLimits:
-    """The listener's limits; Kafka's rule that the request pool holds at least the largest request."""
+    """The listeners' limits; Kafka's rule that the request pool holds at least the largest request."""
     queued = int(values["queued.max.request.bytes"])
     max_request = int(values["socket.request.max.bytes"])
     if queued == 0 or queued < -1 or 0 < queued < max_request:

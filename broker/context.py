@@ -5,13 +5,15 @@ Immutable after startup; handlers read it from the event-loop thread.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.replica_manager import ReplicaManager
+from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
+from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.storage.producer_id_manager import ProducerIdManager
 
@@ -26,6 +28,15 @@ class BrokerContext:
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
     fetch_manager: FetchManager
+    #: The ACL authorizer (`authorizer.class.name`); None: authorization is off, every request is allowed.
+    authorizer: StandardAuthorizer | None = None
+    #: SCRAM credentials (AlterUserScramCredentials, SCRAM authentication); in memory unless loaded from a log dir.
+    scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
+
+    @staticmethod
+    def authorizer_for(config: KafkaConfig) -> StandardAuthorizer | None:
+        """The authorizer `config` asks for, its ACLs loaded from the log dir (InvalidConfigError if unknown)."""
+        return authorizer_from_props(config.props, config.log_dir)
 
     @property
     def node_id(self) -> int:

@@ -1,14 +1,27 @@
-"""The asyncio listener: one task per client connection feeding a sans-IO `ServerConnection`.
+"""The asyncio listeners: one task per client connection feeding a sans-IO `ServerConnection`.
 
 Kafka processes one request at a time per connection (it mutes the channel until the response is sent),
 which is also what keeps responses in request order; this loop does the same. A ProtocolError closes only
 the offending connection. Runs on the event loop thread only.
 
-Resource limits, by Kafka's names (`NetworkLimits`): `max.connections`, `max.connections.per.ip` (+ overrides)
-through `ConnectionQuotas`; `connections.max.idle.ms` (a connection with no bytes read or written for that long
-is closed); `socket.request.max.bytes` (a larger frame closes the connection); `queued.max.request.bytes`
-(`MemoryPool`): a frame above SMALL_FRAME_BYTES reserves its declared size before its body is read, and the
-connection is muted until it gets it. What the broker holds for requests is therefore bounded by
+One `SocketServer` serves every listener (`listeners=PLAINTEXT://...,SSL://...`); each connection's `Session`
+carries the listener's name and security protocol, and its principal: `User:ANONYMOUS` on PLAINTEXT, on SSL the
+client certificate's DN through `ssl.principal.mapping.rules` (ANONYMOUS without a certificate), on SASL
+listeners what the `SaslAuthenticator` established. TLS is asyncio's: the handshake completes before the
+connection is handed to this module (a failed handshake never reaches it and is logged at DEBUG).
+
+SASL (SASL_PLAINTEXT, SASL_SSL), the network side of the contract with `broker/security/sasl_authenticator.py`:
+one authenticator per connection; until it has authenticated, frames above `sasl.server.max.receive.size` close
+the connection; each request is routed by it: CLOSE closes the connection, SASL is answered by the authenticator
+(closing afterwards when it says so), DISPATCH goes to the dispatcher with the authenticator's session, unless
+that session has expired (KIP-368), which closes the connection as Kafka does.
+
+Resource limits, by Kafka's names (`NetworkLimits`), shared by all listeners: `max.connections`,
+`max.connections.per.ip` (+ overrides) through `ConnectionQuotas`; `connections.max.idle.ms` (a connection with no
+bytes read or written for that long is closed); `socket.request.max.bytes` (a larger frame closes the connection);
+`queued.max.request.bytes` (`MemoryPool`): a frame above SMALL_FRAME_BYTES reserves its declared size before its
+body is read, and the connection is muted until it gets it. What the broker holds for requests is therefore
+bounded by
     queued.max.request.bytes + connections x (SMALL_FRAME_BYTES + READER_LIMIT_BYTES x 2 + one socket read)
 however clients behave; a client that trickles a frame holds at most its reservation, and one below
 SMALL_FRAME_BYTES needs no reservation, so small requests (Metadata, Fetch, small Produce) are served even while
@@ -19,17 +32,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
+import functools
 import logging
+import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, Protocol, cast
 
 from minikafka.broker.connection_quotas import ConnectionQuotas
+from minikafka.broker.listeners import EndPoint
 from minikafka.broker.memory_pool import MemoryPool
-from minikafka.broker.session import ANONYMOUS, Session
+from minikafka.broker.security.principal_mapping import NoMatchingRule, SslPrincipalMapper
+from minikafka.broker.session import ANONYMOUS, KafkaPrincipal, Session
 from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
-from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.errors import InvalidConfigError, ProtocolError
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +56,8 @@ READ_CHUNK_BYTES = 256 * 1024
 READER_LIMIT_BYTES = 64 * 1024
 #: Frames up to this size are read without a reservation from the memory pool.
 SMALL_FRAME_BYTES = 64 * 1024
+#: How long a TLS handshake may take before the connection is dropped.
+SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 #: Handles one request of a session; returns the response frame, or None when no response is sent (acks=0 Produce).
 RequestDispatcher = Callable[[RequestReceived, Session], Awaitable[bytes | None]]
@@ -49,7 +69,7 @@ class CloseConnection(Exception):
 
 @dataclass(frozen=True)
 class NetworkLimits:
-    """The listener's resource limits (Kafka's defaults: no connection limits, unbounded request memory)."""
+    """The broker's resource limits, across listeners (Kafka's defaults: no connection limits, unbounded memory)."""
 
     max_request_bytes: int = 104_857_600
     max_connections: int = 2_147_483_647
@@ -57,6 +77,41 @@ class NetworkLimits:
     per_ip_overrides: tuple[tuple[str, int], ...] = ()
     connections_max_idle_ms: int = 600_000
     queued_max_request_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One endpoint to serve: where to bind, its security protocol, and for TLS its context and principal rules."""
+
+    endpoint: EndPoint
+    ssl_context: ssl.SSLContext | None = None
+    principal_mapper: SslPrincipalMapper | None = None
+
+
+class SaslAuthenticatorLike(Protocol):
+    """The part of `sasl_authenticator.SaslAuthenticator` the network layer uses (see the module docstring)."""
+
+    @property
+    def authenticated(self) -> bool: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    def route(self, event: RequestReceived) -> enum.Enum: ...
+
+    def handle(self, event: RequestReceived) -> Any: ...  # a SaslReply: .response, .close_after
+
+    def session_expired(self, now_monotonic_s: float) -> bool: ...
+
+
+class SaslMechanismsLike(Protocol):
+    """The part of `sasl_authenticator.SaslMechanisms` the network layer uses."""
+
+    def authenticator(self, session: Session, connections_max_reauth_ms: int) -> SaslAuthenticatorLike: ...
+
+    def max_receive_size_bytes(self, listener_name: str) -> int: ...
+
+    def connections_max_reauth_ms(self, listener_name: str) -> int: ...
 
 
 class _Client:
@@ -72,17 +127,36 @@ class _Client:
 
 
 class SocketServer:
-    """Owns the listening socket, the live connections, their quotas and the request memory pool."""
+    """Owns the listening sockets, the live connections of every listener, their quotas and the request memory
+    pool. `bind()` opens the sockets (the bound ports are then known), `start()` begins serving."""
 
-    def __init__(self, host: str, port: int, dispatch: RequestDispatcher, limits: NetworkLimits | None = None) -> None:
-        self.host = host
-        self.port = port
-        self._dispatch = dispatch
+    def __init__(
+        self,
+        listeners: Sequence[Listener],
+        limits: NetworkLimits | None = None,
+        sasl_mechanisms: SaslMechanismsLike | None = None,
+    ) -> None:
+        if not listeners:
+            raise ValueError("at least one listener")
+        for listener in listeners:
+            endpoint = listener.endpoint
+            if endpoint.uses_sasl and sasl_mechanisms is None:
+                raise InvalidConfigError(
+                    f"Invalid value {endpoint.connection_string} for configuration listeners: listener "
+                    f"{endpoint.listener_name} uses {endpoint.security_protocol} but no SASL mechanism is enabled "
+                    f"on this broker (sasl.enabled.mechanisms)")
+            if endpoint.uses_tls and listener.ssl_context is None:
+                raise InvalidConfigError(f"listener {endpoint.listener_name} uses {endpoint.security_protocol} "
+                                         f"but has no SSL context")
+        self.listeners = tuple(listeners)
+        self._dispatch: RequestDispatcher | None = None
         self.limits = limits or NetworkLimits()
+        self._sasl_mechanisms = sasl_mechanisms
         self.quotas = ConnectionQuotas(self.limits.max_connections, self.limits.max_connections_per_ip,
                                        dict(self.limits.per_ip_overrides))
         self.memory_pool = MemoryPool(self.limits.queued_max_request_bytes)
-        self._server: asyncio.Server | None = None
+        self._servers: dict[str, asyncio.Server] = {}
+        self.bound_ports: dict[str, int] = {}
         self._clients: dict[asyncio.Task[None], _Client] = {}
         self._idle_reaper: asyncio.Task[None] | None = None
         self._in_flight = 0  # requests being handled right now, across connections
@@ -90,18 +164,44 @@ class SocketServer:
         self._idle.set()
         self._stopping = False
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._on_connection, self.host, self.port, limit=READER_LIMIT_BYTES, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+    async def bind(self) -> None:
+        """Open every listener's socket (not accepting yet); a port 0 gets a free port (see `bound_ports`)."""
+        try:
+            for listener in self.listeners:
+                endpoint = listener.endpoint
+                server = await asyncio.start_server(
+                    functools.partial(self._on_connection, listener), endpoint.host or None, endpoint.port,
+                    limit=READER_LIMIT_BYTES, reuse_address=True, start_serving=False, ssl=listener.ssl_context,
+                    ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.ssl_context is not None else None,
+                )
+                self._servers[endpoint.listener_name] = server
+                self.bound_ports[endpoint.listener_name] = server.sockets[0].getsockname()[1]
+        except BaseException:
+            for server in self._servers.values():
+                server.close()
+            raise
+
+    async def start(self, dispatch: RequestDispatcher) -> None:
+        """Serve every listener (binding first if `bind()` was not called), requests going to `dispatch`."""
+        self._dispatch = dispatch
+        if not self._servers:
+            await self.bind()
+        for server in self._servers.values():
+            await server.start_serving()
         self._idle_reaper = asyncio.create_task(self._close_idle_connections(), name="minikafka-idle-reaper")
+
+    @property
+    def port(self) -> int:
+        """The first listener's bound port."""
+        return self.bound_ports[self.listeners[0].endpoint.listener_name]
 
     @property
     def connection_count(self) -> int:
         return len(self._clients)
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         peer = writer.get_extra_info("peername")
@@ -113,12 +213,14 @@ class SocketServer:
             return
         client = self._clients[task] = _Client(ip, task)
         try:
-            await self._serve(reader, writer, client)
+            session = Session(self._principal(listener, writer), ip, listener.endpoint.listener_name,
+                              listener.endpoint.security_protocol)
+            await self._serve(reader, writer, client, listener, session)
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", peer, exc)
         except CloseConnection as exc:
             log.debug("closing connection from %s: %s", peer, exc)
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
         except asyncio.CancelledError:
             pass
@@ -131,14 +233,34 @@ class SocketServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client) -> None:
+    @staticmethod
+    def _principal(listener: Listener, writer: asyncio.StreamWriter) -> KafkaPrincipal:
+        """ANONYMOUS, or on an SSL listener the client certificate's mapped DN (SASL decides for SASL_SSL)."""
+        if listener.endpoint.security_protocol != "SSL" or listener.principal_mapper is None:
+            return ANONYMOUS
+        ssl_object = writer.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        try:
+            return listener.principal_mapper.principal(certificate)
+        except NoMatchingRule as exc:
+            log.info("Failed authentication with %s on listener %s: %s", writer.get_extra_info("peername"),
+                     listener.endpoint.listener_name, exc)
+            raise CloseConnection(str(exc)) from None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client,
+                     listener: Listener, session: Session) -> None:
         connection = ServerConnection(self.limits.max_request_bytes)
-        session = Session(ANONYMOUS, client.ip)
+        authenticator: SaslAuthenticatorLike | None = None
+        if listener.endpoint.uses_sasl:
+            assert self._sasl_mechanisms is not None
+            mechanisms, name = self._sasl_mechanisms, listener.endpoint.listener_name
+            authenticator = mechanisms.authenticator(session, mechanisms.connections_max_reauth_ms(name))
+            connection.max_request_bytes = mechanisms.max_receive_size_bytes(name)
         reserved_bytes = 0  # pool reservation of the frame being read
         try:
             while not self._stopping:
                 if not reserved_bytes:
-                    reserved_bytes = await self._reserve(writer, connection.pending_frame_bytes())
+                    reserved_bytes = await self._reserve(writer, connection)
                 data = await reader.read(READ_CHUNK_BYTES)
                 client.last_io_s = time.monotonic()
                 connection.receive_data(data)
@@ -153,7 +275,10 @@ class SocketServer:
                     self._idle.clear()
                     client.busy = True
                     try:
-                        frame = await self._dispatch(event, session)
+                        if authenticator is None:
+                            frame = await self._dispatch_request(event, session)
+                        else:
+                            frame = await self._sasl_request(event, authenticator, connection, writer)
                         if frame is not None:
                             writer.write(frame)
                     finally:
@@ -166,19 +291,44 @@ class SocketServer:
                         reserved_bytes = 0
                     if self._stopping:
                         break
-                    reserved_bytes = await self._reserve(writer, connection.pending_frame_bytes())
+                    reserved_bytes = await self._reserve(writer, connection)
                 await writer.drain()
                 client.last_io_s = time.monotonic()
         finally:
             self.memory_pool.release(reserved_bytes)
 
-    async def _reserve(self, writer: asyncio.StreamWriter, frame_bytes: int | None) -> int:
+    async def _dispatch_request(self, event: RequestReceived, session: Session) -> bytes | None:
+        assert self._dispatch is not None
+        return await self._dispatch(event, session)
+
+    async def _sasl_request(self, event: RequestReceived, authenticator: SaslAuthenticatorLike,
+                            connection: ServerConnection, writer: asyncio.StreamWriter) -> bytes | None:
+        """One request on a SASL listener, routed by its authenticator (the contract in the module docstring)."""
+        route = authenticator.route(event).value
+        if route == "close":
+            raise CloseConnection(f"{event.api_key.name} request before SASL authentication")
+        if route == "sasl":
+            reply = authenticator.handle(event)
+            frame = ServerConnection.encode_response(event, reply.response)
+            if reply.close_after:
+                writer.write(frame)
+                await writer.drain()
+                raise CloseConnection("SASL authentication failed")
+            if authenticator.authenticated:
+                connection.max_request_bytes = self.limits.max_request_bytes
+            return frame
+        if authenticator.session_expired(time.monotonic()):
+            raise CloseConnection("SASL session expired (connections.max.reauth.ms) without re-authentication")
+        return await self._dispatch_request(event, authenticator.session)
+
+    async def _reserve(self, writer: asyncio.StreamWriter, connection: ServerConnection) -> int:
         """Reserve the next frame's size if it is large, with the socket muted while the pool is short; returns
-        the bytes reserved. A frame over socket.request.max.bytes is left to ServerConnection to refuse."""
+        the bytes reserved. A frame over the connection's limit is left to ServerConnection to refuse."""
+        frame_bytes = connection.pending_frame_bytes()
         if (not self.memory_pool.bounded or frame_bytes is None
-                or not SMALL_FRAME_BYTES < frame_bytes <= self.limits.max_request_bytes):
+                or not SMALL_FRAME_BYTES < frame_bytes <= connection.max_request_bytes):
             return 0
-        transport = cast(asyncio.Transport, writer.transport)  # a socket transport: it reads too
+        transport = cast(asyncio.Transport, writer.transport)  # a socket (or TLS) transport: it reads too
         transport.pause_reading()
         try:
             await self.memory_pool.acquire(frame_bytes)
@@ -204,8 +354,8 @@ class SocketServer:
     async def stop(self, grace_s: float) -> None:
         """Stop accepting, let in-flight requests finish (up to grace_s), then close every connection."""
         self._stopping = True
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers.values():
+            server.close()
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
         with contextlib.suppress(TimeoutError):
@@ -214,5 +364,5 @@ class SocketServer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers.values():
+            await server.wait_closed()

@@ -29,8 +29,11 @@ from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import LoopScheduler
 from minikafka.broker.metrics import BrokerMetrics
-from minikafka.broker.network import SocketServer
+from minikafka.broker.network import Listener, SocketServer
 from minikafka.broker.replica_manager import ReplicaManager
+from minikafka.broker.security.sasl_authenticator import SaslMechanisms
+from minikafka.broker.security.scram_credentials import ScramCredentialStore
+from minikafka.broker.security.ssl_factory import create_server_context
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
 from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -55,6 +58,7 @@ class KafkaServer:
         self.config = config
         self.clock = clock or SystemClock()
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
+        self.scram_credentials = ScramCredentialStore.load(config.log_dir)
         self.metrics = BrokerMetrics(self.log_manager.all_logs)
         self.metrics.register_log_manager(self.log_manager)
         self.replica_manager = ReplicaManager(self.log_manager, self.metrics.no_key_compacted_topic_records.inc)
@@ -78,6 +82,11 @@ class KafkaServer:
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
+        # Listening sockets first (not serving yet): a listener on port 0 advertises the port it got.
+        self.socket_server = SocketServer(self._listeners(), self.config.network_limits,
+                                          sasl_mechanisms=self._sasl_mechanisms())
+        await self.socket_server.bind()
+        self.config = self.config.with_bound_ports(self.socket_server.bound_ports)
         await asyncio.to_thread(self.log_manager.startup)
         if self.config.cleaner.enable:
             self.log_cleaner.startup()
@@ -112,12 +121,10 @@ class KafkaServer:
             group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator,
             fetch_manager=self.fetch_manager,
+            authorizer=BrokerContext.authorizer_for(self.config),
+            scram_credentials=self.scram_credentials,
         )
-        listener = self.config.listener
-        self.socket_server = SocketServer(
-            listener.host, listener.port, Dispatcher(ctx, self.metrics), self.config.network_limits
-        )
-        await self.socket_server.start()
+        await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         metrics_port = int(self.config["minikafka.metrics.port"])
         if metrics_port >= 0:
@@ -144,9 +151,9 @@ class KafkaServer:
         if flush_interval_ms < 2**62:
             self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
         log.info(
-            "minikafka started: Kafka listener %s:%d, metrics %s, log dir %s",
-            listener.host,
-            self.socket_server.port,
+            "minikafka started: Kafka listeners %s, metrics %s, log dir %s",
+            ", ".join(f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:"
+                      f"{self.socket_server.bound_ports[ep.listener_name]}" for ep in self.config.listeners),
             f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
             self.config.log_dir,
         )
@@ -183,8 +190,32 @@ class KafkaServer:
 
     @property
     def port(self) -> int:
+        """The first listener's bound port."""
         assert self.socket_server is not None
         return self.socket_server.port
+
+    def _sasl_mechanisms(self) -> SaslMechanisms | None:
+        """The mechanisms of the SASL listeners (None without one), each listener's settings checked now; SCRAM
+        logins read the same credential store that AlterUserScramCredentials writes."""
+        sasl_listeners = [ep.listener_name for ep in self.config.listeners if ep.uses_sasl]
+        if not sasl_listeners:
+            return None
+        mechanisms = SaslMechanisms(self.config.props, self.scram_credentials)
+        for name in sasl_listeners:
+            mechanisms.listener(name)
+        return mechanisms
+
+    def _listeners(self) -> list[Listener]:
+        """Every configured listener with, for SSL and SASL_SSL, its TLS context (key and trust stores are read
+        here: a bad store stops the broker with the key and the reason)."""
+        listeners = []
+        for endpoint in self.config.listeners:
+            ssl_config = self.config.ssl_configs.get(endpoint.listener_name)
+            if ssl_config is None:
+                listeners.append(Listener(endpoint))
+            else:
+                listeners.append(Listener(endpoint, create_server_context(ssl_config), ssl_config.principal_mapper))
+        return listeners
 
     def _schedule(self, name: str, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
         if interval_ms <= 0:

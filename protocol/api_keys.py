@@ -32,6 +32,7 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -42,13 +43,19 @@ class ApiKey(IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -73,6 +80,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
@@ -93,6 +103,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 2),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    # SaslHandshake v0 stays advertised as in Kafka 4 (KIP-896 kept it; librdkafka needs v0 in the range)
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 #: Versions advertised but refused (the connection is closed, as Kafka 4 does for Produce v0-2).

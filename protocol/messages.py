@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.acl import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kafka.protocol.admin.cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -52,6 +60,12 @@ from kafka.protocol.admin.transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.group import (
@@ -92,6 +106,12 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.errors import ProtocolError
@@ -131,6 +151,9 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     ApiKey.DESCRIBE_TRANSACTIONS: (DescribeTransactionsRequest, DescribeTransactionsResponse),
     ApiKey.LIST_TRANSACTIONS: (ListTransactionsRequest, ListTransactionsResponse),
+    ApiKey.DESCRIBE_ACLS: (DescribeAclsRequest, DescribeAclsResponse),
+    ApiKey.CREATE_ACLS: (CreateAclsRequest, CreateAclsResponse),
+    ApiKey.DELETE_ACLS: (DeleteAclsRequest, DeleteAclsResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.ALTER_CONFIGS: (AlterConfigsRequest, AlterConfigsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
@@ -141,6 +164,10 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DESCRIBE_CLUSTER: (DescribeClusterRequest, DescribeClusterResponse),
     ApiKey.DESCRIBE_PRODUCERS: (DescribeProducersRequest, DescribeProducersResponse),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+    ApiKey.SASL_HANDSHAKE: (SaslHandshakeRequest, SaslHandshakeResponse),
+    ApiKey.SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
 }
 REQUEST_CLASSES: dict[ApiKey, Any] = {key: pair[0] for key, pair in _PAIRS.items()}
 RESPONSE_CLASSES: dict[ApiKey, Any] = {key: pair[1] for key, pair in _PAIRS.items()}

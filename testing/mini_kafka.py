@@ -8,6 +8,10 @@
         kafka.restart()          # same port, same data: a consumer's restart test
         kafka.kill()             # SIGKILL, as `kill -9` does; start() recovers the torn tail
 
+    with MiniKafka({"ssl.keystore.type": "PEM", "ssl.keystore.location": "server.pem"},
+                   listeners={"SSL": "SSL"}) as kafka:
+        kafka.bootstrap_servers_for("SSL")   # the SSL listener's 127.0.0.1:port (PLAINTEXT stays on .port)
+
 The broker runs as `python -m minikafka.broker serve` in its own process, so the test keeps its own event loop,
 signal handlers and threads, and can kill the broker for real. It listens on free loopback ports and keeps its
 data in a temporary directory (removed by `stop()`) unless `data_dir` is given.
@@ -112,8 +116,14 @@ class MiniKafka:
         *,
         data_dir: str | Path | None = None,
         start_timeout_s: float = 30.0,
+        listeners: Mapping[str, str] | None = None,
     ) -> None:
+        """`listeners` adds listeners beside the PLAINTEXT one (which readiness checks use): listener name ->
+        security protocol (`{"SSL": "SSL", "CLIENTS": "SASL_SSL"}`), each on a free loopback port."""
         self.config = broker_properties(config or {})
+        self.extra_listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {}).items()}
+        if "PLAINTEXT" in self.extra_listeners:
+            raise ValueError("the PLAINTEXT listener is always there; name the extra listeners otherwise")
         self._temp_root: Path | None = None
         if data_dir is None:
             self._temp_root = Path(tempfile.mkdtemp(prefix="minikafka-"))
@@ -125,6 +135,7 @@ class MiniKafka:
         self.start_timeout_s = start_timeout_s
         self.port = free_port()
         self.metrics_port = free_port()
+        self.listener_ports = {name: free_port() for name in self.extra_listeners}
         self.process: subprocess.Popen[bytes] | None = None
         self._kill_at_exit: functools.partial[None] | None = None
         self._started_once = False
@@ -132,6 +143,11 @@ class MiniKafka:
     @property
     def bootstrap_servers(self) -> str:
         return f"{LOOPBACK}:{self.port}"
+
+    def bootstrap_servers_for(self, listener_name: str) -> str:
+        """`host:port` of a listener by name (`PLAINTEXT` or one given in `listeners`)."""
+        name = listener_name.upper()
+        return self.bootstrap_servers if name == "PLAINTEXT" else f"{LOOPBACK}:{self.listener_ports[name]}"
 
     @property
     def metrics_url(self) -> str:
@@ -147,9 +163,13 @@ class MiniKafka:
         return self.process.pid if self.process is not None else None
 
     def command(self) -> list[str]:
+        listeners = [f"PLAINTEXT://{LOOPBACK}:{self.port}"]
+        listeners += [f"{name}://{LOOPBACK}:{port}" for name, port in self.listener_ports.items()]
+        protocol_map = {"PLAINTEXT": "PLAINTEXT", **self.extra_listeners}
         props = {
+            "listener.security.protocol.map": ",".join(f"{name}:{protocol}" for name, protocol in protocol_map.items()),
             **self.config,
-            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "listeners": ",".join(listeners),
             "log.dirs": str(self.data_dir),
             "minikafka.metrics.port": str(self.metrics_port),
         }
@@ -176,6 +196,7 @@ class MiniKafka:
                         shutil.rmtree(self._temp_root, ignore_errors=True)  # the error carries the log tail
                     raise
                 self.port, self.metrics_port = free_port(), free_port()
+                self.listener_ports = {name: free_port() for name in self.extra_listeners}
             else:
                 self._started_once = True
                 return self

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -26,13 +28,20 @@ def fenced_for(error: ErrorCode, api_version: int, since_version: int = 2) -> Er
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.ADD_PARTITIONS_TO_TXN, event.api_version)
-    topic_cls = cls.AddPartitionsToTxnTopicResult
-    partition_cls = topic_cls.AddPartitionsToTxnPartitionResult
     requested = [(topic.name, partition) for topic in request.v3_and_below_topics for partition in topic.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
+    # Kafka (v3 and below): WRITE on the transactional id, then WRITE on each topic; internal topics never pass.
+    if not authorize(ctx, session, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                     request.v3_and_below_transactional_id):
+        requested_errors = {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in requested}
+        return _response(cls, requested_errors)
+    writable = authorized_names(ctx, session, AclOperation.WRITE, ResourceType.TOPIC,
+                                (topic_name for topic_name, _ in requested if topic_name not in INTERNAL_TOPICS))
     for topic_name, partition in requested:
         metadata = ctx.replica_manager.topic(topic_name)
-        if metadata is None or not 0 <= partition < metadata.num_partitions:
+        if topic_name not in writable:
+            errors[(topic_name, partition)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif metadata is None or not 0 <= partition < metadata.num_partitions:
             errors[(topic_name, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if errors:
         for tp in requested:
@@ -46,6 +55,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         )
         error = fenced_for(error, event.api_version)
         errors = {tp: error for tp in requested}
+    return _response(cls, errors)
+
+
+def _response(cls: Any, errors: dict[tuple[str, int], ErrorCode]) -> Any:
+    topic_cls = cls.AddPartitionsToTxnTopicResult
+    partition_cls = topic_cls.AddPartitionsToTxnPartitionResult
     by_topic: dict[str, list[Any]] = {}
     for (topic_name, partition), error in errors.items():
         by_topic.setdefault(topic_name, []).append(

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from minikafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, config_resource_denied
+from minikafka.broker.security.authorize import AclOperation
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -38,6 +39,7 @@ def full_broker_layer(_ctx: BrokerContext, _resource_name: str, configs: Any) ->
 async def alter_resources(
     ctx: BrokerContext,
     event: RequestReceived,
+    session: Session,
     api_key: ApiKey,
     new_overrides: NewConfigs,
     new_broker_layer: NewConfigs,
@@ -51,7 +53,10 @@ async def alter_resources(
         code, message = ErrorCode.NONE, None
         name = resource.resource_name
         try:
-            if resource.resource_type == RESOURCE_TOPIC:
+            denied = config_resource_denied(ctx, session, resource.resource_type, name, AclOperation.ALTER_CONFIGS)
+            if denied is not None:
+                code = denied
+            elif resource.resource_type == RESOURCE_TOPIC:
                 overrides = new_overrides(ctx, name, resource.configs)
                 await ctx.admin.alter_topic_config(name, overrides, request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER:
@@ -71,4 +76,4 @@ async def alter_resources(
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
-    return await alter_resources(ctx, event, ApiKey.ALTER_CONFIGS, full_overrides, full_broker_layer)
+    return await alter_resources(ctx, event, session, ApiKey.ALTER_CONFIGS, full_overrides, full_broker_layer)

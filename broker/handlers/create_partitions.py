@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -15,9 +16,16 @@ from minikafka.protocol.messages import response_class
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     cls = response_class(ApiKey.CREATE_PARTITIONS, event.api_version)
+    alterable = authorized_names(ctx, session, AclOperation.ALTER, ResourceType.TOPIC,
+                                 (topic.name for topic in request.topics))
     results = []
     for topic in request.topics:
         code, message = ErrorCode.NONE, None
+        if topic.name not in alterable:
+            results.append(cls.CreatePartitionsTopicResult(
+                name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message="The topic authorization is failed."))
+            continue
         try:
             assignments = [a.broker_ids for a in topic.assignments or ()]
             await ctx.admin.create_partitions(topic.name, topic.count, assignments, request.validate_only)

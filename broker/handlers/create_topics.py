@@ -6,10 +6,11 @@ import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
-from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, TopicAuthorizationFailedError
 from minikafka.protocol.messages import response_class
 
 
@@ -19,12 +20,18 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.CREATE_TOPICS, version)
     result_cls = cls.CreatableTopicResult
     names = [topic.name for topic in request.topics]
+    # CREATE on the cluster, else on each topic; the created topic's configs only with DESCRIBE_CONFIGS (Kafka).
+    creatable = set(names) if authorize_cluster(ctx, session, AclOperation.CREATE) else authorized_names(
+        ctx, session, AclOperation.CREATE, ResourceType.TOPIC, names)
+    config_describable = authorized_names(ctx, session, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
     results = []
     for topic in request.topics:
         fields: dict[str, Any] = {"name": topic.name, "topic_id": uuid.UUID(int=0), "error_code": ErrorCode.NONE}
         try:
             if names.count(topic.name) > 1:
                 raise InvalidRequestError(f"Create topics request from client contains a duplicate topic {topic.name}")
+            if topic.name not in creatable:
+                raise TopicAuthorizationFailedError("Authorization failed.")
             configs: dict[str, str] = {}
             for config in topic.configs:
                 if config.value is None:
@@ -40,7 +47,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 validate_only=request.validate_only,
             )
             fields["topic_id"] = metadata.topic_id
-            if version >= 5:
+            if version >= 5 and topic.name not in config_describable:
+                fields.update(num_partitions=metadata.num_partitions, replication_factor=1, configs=[],
+                              topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif version >= 5:
                 fields.update(
                     num_partitions=metadata.num_partitions,
                     replication_factor=1,

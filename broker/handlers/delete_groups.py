@@ -6,15 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     names = list(event.request.groups_names)
-    results = ctx.group_coordinator.offsets.handle_delete_groups(names)
+    deletable = authorized_names(ctx, session, AclOperation.DELETE, ResourceType.GROUP, names)
+    results = ctx.group_coordinator.offsets.handle_delete_groups([name for name in names if name in deletable])
+    results.update({name: ErrorCode.GROUP_AUTHORIZATION_FAILED for name in names if name not in deletable})
     cls = response_class(ApiKey.DELETE_GROUPS, event.api_version)
     return cls(
         throttle_time_ms=0,

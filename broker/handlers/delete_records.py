@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -20,11 +21,17 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.DELETE_RECORDS, event.api_version)
     topic_cls = cls.DeleteRecordsTopicResult
     partition_cls = topic_cls.DeleteRecordsPartitionResult
+    deletable = authorized_names(ctx, session, AclOperation.DELETE, ResourceType.TOPIC,
+                                 (topic.name for topic in event.request.topics))
     topics = []
     for topic in event.request.topics:
         partitions = []
         for partition in topic.partitions:
             fields: dict[str, Any] = {"partition_index": partition.partition_index, "error_code": ErrorCode.NONE}
+            if topic.name not in deletable:
+                fields.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, low_watermark=-1)
+                partitions.append(partition_cls(**fields))
+                continue
             try:
                 fields["low_watermark"] = ctx.replica_manager.delete_records(
                     topic.name, partition.partition_index, partition.offset

@@ -6,10 +6,17 @@ import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorize_cluster
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
-from minikafka.protocol.errors import ErrorCode, KafkaError, TopicDeletionDisabledError, UnknownTopicIdError
+from minikafka.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    TopicDeletionDisabledError,
+    UnknownTopicIdError,
+)
 from minikafka.protocol.messages import response_class
 
 _ZERO_UUID = uuid.UUID(int=0)
@@ -23,6 +30,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         targets = [(topic.name, topic.topic_id) for topic in request.topics]
     else:
         targets = [(name, _ZERO_UUID) for name in request.topic_names]
+    cluster_delete = authorize_cluster(ctx, session, AclOperation.DELETE)
     results = []
     for name, topic_id in targets:
         fields: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE}
@@ -34,6 +42,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 if name is None:
                     raise UnknownTopicIdError(f"Topic id {topic_id} does not exist")
                 fields["name"] = name
+            if not cluster_delete and not authorize(ctx, session, AclOperation.DELETE, ResourceType.TOPIC, name):
+                # Kafka's ControllerApis: a topic named by id hides its name unless the session may describe it.
+                if topic_id != _ZERO_UUID and not authorize(
+                        ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    fields["name"] = None
+                raise TopicAuthorizationFailedError("Authorization failed.")
             metadata = ctx.replica_manager.topic(name)
             if metadata is not None:
                 fields["topic_id"] = metadata.topic_id

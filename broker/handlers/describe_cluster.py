@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.acls import CLUSTER_NAME
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_operations
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -33,7 +35,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                       "but we wanted an endpoint of type CONTROLLER")
     if endpoint_type != BROKER_ENDPOINT:
         return _error(cls, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}")
-    advertised = ctx.config.advertised
+    operations: set[int] | None = None
+    if request.include_cluster_authorized_operations:  # Kafka: none at all without DESCRIBE on the cluster
+        operations = authorized_operations(ctx, session, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS) \
+            if authorize_cluster(ctx, session, AclOperation.DESCRIBE) else set()
+    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
     return cls(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
@@ -44,7 +50,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         brokers=[cls.DescribeClusterBroker(broker_id=ctx.node_id, host=advertised.host, port=advertised.port,
                                            rack=None, is_fenced=False)],
         # the generated class takes a set of operation codes; None encodes INT_MIN ("not requested")
-        authorized_operations=set(CLUSTER_OPERATIONS) if request.include_cluster_authorized_operations else None,
+        authorized_operations=operations,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorize_cluster
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -15,6 +16,7 @@ from minikafka.storage.log_config import ConfigEntry
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
 
 
 def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> list[ConfigEntry]:
@@ -23,6 +25,17 @@ def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> l
     if resource_type == RESOURCE_BROKER:
         return ctx.admin.describe_broker_config(resource_name)
     raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+
+
+def config_resource_denied(ctx: BrokerContext, session: Session, resource_type: int, resource_name: str,
+                           operation: AclOperation) -> ErrorCode | None:
+    """Kafka's checks of a config resource: `operation` (DESCRIBE_CONFIGS/ALTER_CONFIGS) on the topic, or on the
+    cluster for a broker resource; the *_AUTHORIZATION_FAILED code when refused."""
+    if resource_type == RESOURCE_TOPIC and not authorize(ctx, session, operation, ResourceType.TOPIC, resource_name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not authorize_cluster(ctx, session, operation):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
@@ -40,6 +53,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             "resource_name": resource.resource_name,
             "configs": [],
         }
+        denied = config_resource_denied(ctx, session, resource.resource_type, resource.resource_name,
+                                        AclOperation.DESCRIBE_CONFIGS)
+        if denied is not None:
+            fields["error_code"] = denied
+            results.append(result_cls(**fields))
+            continue
         try:
             wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
             for entry in entries_for(ctx, resource.resource_type, resource.resource_name):

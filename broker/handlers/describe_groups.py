@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
 
@@ -17,8 +19,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.DESCRIBE_GROUPS, event.api_version)
     group_cls = cls.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, request.groups)
     groups = []
     for group_id in request.groups:
+        if group_id not in describable:
+            groups.append(group_cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                                    group_state="", protocol_type="", protocol_data="", members=[],
+                                    authorized_operations=None))
+            continue
         error, summary = ctx.group_coordinator.offsets.handle_describe_group(group_id)
         groups.append(
             group_cls(

@@ -13,6 +13,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.purgatory import TopicPartition
+from minikafka.broker.security.authorize import AclOperation, authorize_cluster
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -26,6 +27,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     result_cls = cls.DescribeLogDirsResult
     topic_cls = result_cls.DescribeLogDirsTopic
     partition_cls = topic_cls.DescribeLogDirsPartition
+    if not authorize_cluster(ctx, session, AclOperation.DESCRIBE):
+        return cls(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
 
     wanted: list[TopicPartition] | None = None
     if request.topics is not None:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -34,6 +35,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         invalid_message = topic_name_error(topic.name)
         if invalid_message is not None:
             topic_error = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid_message
+        elif not authorize(ctx, session, AclOperation.READ, ResourceType.TOPIC, topic.name):
+            topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
         elif ctx.replica_manager.topic(topic.name) is None:
             topic_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC_MESSAGE
         partitions = []

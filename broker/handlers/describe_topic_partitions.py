@@ -25,6 +25,7 @@ from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.describe_producers import topic_name_error
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names, authorized_operations
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -35,7 +36,7 @@ from minikafka.protocol.messages import response_class
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000
 #: Kafka's AclOperation codes a TOPIC resource supports (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
 #: DESCRIBE_CONFIGS, ALTER_CONFIGS) as the int32 bit field Kafka answers without an authorizer: 3576.
-TOPIC_AUTHORIZED_OPERATIONS = sum(1 << operation for operation in (3, 4, 5, 6, 7, 8, 10, 11))
+_TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # AclEntry.supportedOperations(TOPIC)
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -56,10 +57,20 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     if cursor is not None and cursor.partition_index < 0:
         return _request_error(cls, request, ErrorCode.INVALID_REQUEST)
 
+    # Kafka: topics the session may not describe are left out of a fetch-all and answer TOPIC_AUTHORIZATION_FAILED
+    # when named (without disclosing whether they exist).
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    denied = sorted(names - describable)
     limit = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
-    topics, next_cursor = _describe(ctx, cls, sorted(names), cursor, limit, fetch_all)
+    topics, next_cursor = _describe(ctx, cls, sorted(describable), cursor, limit, fetch_all)
     for topic in topics:
-        topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+        allowed = authorized_operations(ctx, session, ResourceType.TOPIC, topic.name, _TOPIC_OPERATIONS)
+        topic.topic_authorized_operations = sum(1 << code for code in allowed)  # all of them without an authorizer
+    if not fetch_all:
+        topic_cls = cls.DescribeTopicPartitionsResponseTopic
+        topics += [topic_cls(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=_ZERO_UUID,
+                             is_internal=False, partitions=[], topic_authorized_operations=-2147483648)
+                   for name in denied]
     return cls(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -18,15 +19,21 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     state_cls = cls.TransactionState
     states = []
     for transactional_id in event.request.transactional_ids:
-        error, metadata = ctx.txn_coordinator.describe_transaction(transactional_id)
+        if not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            error, metadata = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+        else:
+            error, metadata = ctx.txn_coordinator.describe_transaction(transactional_id)
         if metadata is None or error is not ErrorCode.NONE:
             states.append(state_cls(error_code=error, transactional_id=transactional_id, transaction_state="",
                                     transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
                                     producer_epoch=-1, topics=[]))
             continue
         by_topic: dict[str, list[int]] = {}
+        describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                       (topic for topic, _ in metadata.topic_partitions))
         for topic, partition in sorted(metadata.topic_partitions):
-            by_topic.setdefault(topic, []).append(partition)
+            if topic in describable:  # Kafka leaves out the topics the session may not describe
+                by_topic.setdefault(topic, []).append(partition)
         states.append(state_cls(
             error_code=ErrorCode.NONE,
             transactional_id=transactional_id,

@@ -20,12 +20,14 @@ from minikafka.broker.fetch_context import FetchResponseData
 from minikafka.broker.fetch_manager import TOPIC_ID_VERSION
 from minikafka.broker.fetch_session import ZERO_UUID, PartitionData, TopicIdPartition
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import (
     InconsistentTopicIdError,
     KafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -60,8 +62,18 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
 
     erroneous: dict[TopicIdPartition, PartitionRead] = {}
     interesting: list[tuple[TopicIdPartition, PartitionData]] = []
-    for topic_partition, data in context.partitions():
+    # A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (Kafka's handleFetchRequest).
+    partitions = context.partitions()
+    from_follower = _is_from_follower(request, version)
+    follower_denied = from_follower and not authorize_cluster(ctx, session, AclOperation.CLUSTER_ACTION)
+    readable = set() if from_follower else authorized_names(
+        ctx, session, AclOperation.READ, ResourceType.TOPIC,
+        (str(tp.topic) for tp, _ in partitions if tp.topic is not None))
+    for topic_partition, data in partitions:
         error = _metadata_error(ctx, topic_partition)
+        if follower_denied or (not from_follower and topic_partition.topic is not None
+                               and topic_partition.topic not in readable):
+            error = TopicAuthorizationFailedError()
         if error is not None:
             erroneous[topic_partition] = PartitionRead(error, b"")
         else:

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -18,6 +19,16 @@ log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+
+
+def _denied(ctx: BrokerContext, session: Session, key: str, key_type: int) -> ErrorCode | None:
+    """Kafka: DESCRIBE on the group or the transactional id, else *_AUTHORIZATION_FAILED."""
+    if key_type == GROUP_KEY_TYPE and not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION_KEY_TYPE and not authorize(
+            ctx, session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
 
 
 async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
@@ -44,11 +55,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     version = event.api_version
     cls = response_class(ApiKey.FIND_COORDINATOR, version)
     key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
-    advertised = ctx.config.advertised
+    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
     if version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error = await _lookup(ctx, key, key_type)
+            error = _denied(ctx, session, key, key_type) or await _lookup(ctx, key, key_type)
             ok = error is ErrorCode.NONE
             coordinators.append(
                 cls.Coordinator(
@@ -61,7 +72,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 )
             )
         return cls(throttle_time_ms=0, coordinators=coordinators)
-    error = await _lookup(ctx, request.key, key_type)
+    error = _denied(ctx, session, request.key, key_type) or await _lookup(ctx, request.key, key_type)
     ok = error is ErrorCode.NONE
     return cls(
         throttle_time_ms=0,

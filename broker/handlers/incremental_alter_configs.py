@@ -91,5 +91,5 @@ def apply_broker_operations(ctx: BrokerContext, resource_name: str, configs: Any
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
-    return await alter_resources(ctx, event, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations,
+    return await alter_resources(ctx, event, session, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations,
                                  apply_broker_operations)

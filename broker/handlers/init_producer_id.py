@@ -10,6 +10,13 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for
+from minikafka.broker.security.authorize import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorize_by_resource_type,
+    authorize_cluster,
+)
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -24,6 +31,15 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.INIT_PRODUCER_ID, event.api_version)
     producer_id = getattr(request, "producer_id", -1) if event.api_version >= 3 else -1
     producer_epoch = getattr(request, "producer_epoch", -1) if event.api_version >= 3 else -1
+    if request.transactional_id is not None and not authorize(
+            ctx, session, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return cls(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                   producer_epoch=-1)
+    # An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+    if request.transactional_id is None and not authorize_cluster(ctx, session, AclOperation.IDEMPOTENT_WRITE) \
+            and not authorize_by_resource_type(ctx, session, AclOperation.WRITE, ResourceType.TOPIC):
+        return cls(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
+                   producer_epoch=-1)
     if request.transactional_id is not None:
         result = await ctx.txn_coordinator.handle_init_producer_id(
             request.transactional_id, request.transaction_timeout_ms, producer_id, producer_epoch

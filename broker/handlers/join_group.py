@@ -7,6 +7,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -20,6 +21,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator
+    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response_class(ApiKey.JOIN_GROUP, version)(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+            protocol_type=None, protocol_name="" if version < 7 else None, leader="", skip_assignment=False,
+            member_id="", members=[])
     if coordinator.validate_group_status(request.group_id) is ErrorCode.NONE:
         await coordinator.manager.ensure_topic()
     future: asyncio.Future[JoinGroupResult] = asyncio.get_running_loop().create_future()

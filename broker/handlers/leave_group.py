@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -16,6 +17,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.LEAVE_GROUP, version)
+    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return cls(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if version < 3:
         error, results = ctx.group_coordinator.handle_leave_group(request.group_id, [(request.member_id, None)])
         if error is ErrorCode.NONE and results:

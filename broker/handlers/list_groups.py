@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -17,6 +18,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     states = request.states_filter if version >= 4 else ()
     types = request.types_filter if version >= 5 else ()
     error, groups = ctx.group_coordinator.offsets.handle_list_groups(states or (), types or ())
+    if not authorize_cluster(ctx, session, AclOperation.DESCRIBE):  # else only the groups it may describe
+        describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                       (group[0] for group in groups))
+        groups = [group for group in groups if group[0] in describable]
     cls = response_class(ApiKey.LIST_GROUPS, version)
     return cls(
         throttle_time_ms=0,

@@ -7,6 +7,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -22,11 +23,17 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.LIST_OFFSETS, event.api_version)
     topic_cls = cls.ListOffsetsTopicResponse
     partition_cls = topic_cls.ListOffsetsPartitionResponse
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                   (topic.name for topic in request.topics))
     topics = []
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
             fields: dict[str, Any] = {"partition_index": partition.partition_index, "error_code": ErrorCode.NONE}
+            if topic.name not in describable:
+                fields.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, offset=-1, timestamp=-1, leader_epoch=-1)
+                partitions.append(partition_cls(**fields))
+                continue
             try:
                 ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
                 if partition.timestamp == LATEST_TIMESTAMP and request.isolation_level == READ_COMMITTED:

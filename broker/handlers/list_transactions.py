@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.broker.transactions.transaction_metadata import TransactionState
 from minikafka.protocol.api_keys import ApiKey
@@ -25,6 +26,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     error, listed = ctx.txn_coordinator.list_transactions(known, set(request.producer_id_filters or ()), duration_ms)
     if unknown and not known:
         listed = []  # only unknown states were asked for: nothing matches them
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                   (metadata.transactional_id for metadata in listed))
+    listed = [metadata for metadata in listed if metadata.transactional_id in describable]
     return cls(
         throttle_time_ms=0,
         error_code=error,

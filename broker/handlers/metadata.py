@@ -9,6 +9,7 @@ from typing import Any
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.replica_manager import LEADER_EPOCH
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -25,16 +26,30 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     partition_cls = topic_cls.MetadataResponsePartition
     node = ctx.node_id
 
-    if request.topics is None or (version == 0 and not request.topics):
-        names = sorted(ctx.replica_manager.topics())
-    else:
-        names = [topic.name for topic in request.topics]
+    list_all = request.topics is None or (version == 0 and not request.topics)
+    names = sorted(ctx.replica_manager.topics()) if list_all else [topic.name for topic in request.topics]
     allow_auto_create = (request.allow_auto_topic_creation if version >= 4 else True) and bool(
         ctx.config["auto.create.topics.enable"]
     )
+    # Kafka's handleTopicMetadataRequest: topics not authorized for DESCRIBE are hidden from a list-all request
+    # and answer TOPIC_AUTHORIZATION_FAILED otherwise; auto-creation needs CREATE on the cluster or the topic.
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    if list_all:
+        names = [name for name in names if name in describable]
+    creatable: set[str] | None = None
+    if allow_auto_create and not authorize_cluster(ctx, session, AclOperation.CREATE):
+        creatable = authorized_names(ctx, session, AclOperation.CREATE, ResourceType.TOPIC,
+                                     (name for name in names if ctx.replica_manager.topic(name) is None))
 
     topics = []
     for name in names:
+        denied = name not in describable or (
+            creatable is not None and name not in creatable and ctx.replica_manager.topic(name) is None)
+        if denied:
+            topics.append(topic_cls(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                    topic_id=uuid.UUID(int=0),
+                                    is_internal=name in describable and name in INTERNAL_TOPICS, partitions=[]))
+            continue
         metadata, error_code = await _lookup(ctx, name, allow_auto_create)
         if metadata is None:
             topics.append(
@@ -62,7 +77,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 partitions=partitions,
             )
         )
-    advertised = ctx.config.advertised
+    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
     return cls(
         throttle_time_ms=0,
         brokers=[cls.MetadataResponseBroker(node_id=node, host=advertised.host, port=advertised.port, rack=None)],

@@ -8,6 +8,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.group_offsets import CommitRequest
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -16,17 +17,20 @@ from minikafka.protocol.messages import response_class
 
 
 def split_unknown_partitions(
-    ctx: BrokerContext, topics: Iterable[Any]
+    ctx: BrokerContext, topics: Iterable[Any], authorized_topics: set[str] | None = None
 ) -> tuple[dict[tuple[str, int], ErrorCode], list[tuple[tuple[str, int], Any]]]:
-    """A request's partitions split into those this broker does not have (UNKNOWN_TOPIC_OR_PARTITION) and
-    the others, each with its request entry (topics with `name` and `partitions[].partition_index`)."""
+    """A request's partitions split into those this broker does not have (UNKNOWN_TOPIC_OR_PARTITION) or
+    whose topic is not in `authorized_topics` (TOPIC_AUTHORIZATION_FAILED; None: all are) and the others, each
+    with its request entry (topics with `name` and `partitions[].partition_index`)."""
     unknown: dict[tuple[str, int], ErrorCode] = {}
     known: list[tuple[tuple[str, int], Any]] = []
     for topic in topics:
         metadata = ctx.replica_manager.topic(topic.name)
         for partition in topic.partitions:
             tp = (topic.name, partition.partition_index)
-            if metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
+            if authorized_topics is not None and topic.name not in authorized_topics:
+                unknown[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
                 unknown[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append((tp, partition))
@@ -73,9 +77,17 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator
+    cls = response_class(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = cls.OffsetCommitResponseTopic
+    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        denied = {(topic.name, partition.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
+                  for topic in request.topics for partition in topic.partitions}
+        return commit_response(cls, topic_cls, topic_cls.OffsetCommitResponsePartition, request.topics, denied)
     if coordinator.validate_group_status(request.group_id, allow_empty_id=True) is ErrorCode.NONE:
         await coordinator.manager.ensure_topic()
-    results, known = split_unknown_partitions(ctx, request.topics)
+    results, known = split_unknown_partitions(
+        ctx, request.topics, authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC,
+                                              (topic.name for topic in request.topics)))
     commits = commit_requests(known, version >= 6)
     if commits:
         results.update(
@@ -87,6 +99,4 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 commits,
             )
         )
-    cls = response_class(ApiKey.OFFSET_COMMIT, version)
-    topic_cls = cls.OffsetCommitResponseTopic
     return commit_response(cls, topic_cls, topic_cls.OffsetCommitResponsePartition, request.topics, results)

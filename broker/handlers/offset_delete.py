@@ -6,6 +6,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.offset_commit import split_unknown_partitions
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -15,10 +16,14 @@ from minikafka.protocol.messages import response_class
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
-    unknown, known = split_unknown_partitions(ctx, request.topics)
+    cls = response_class(ApiKey.OFFSET_DELETE, event.api_version)
+    if not authorize(ctx, session, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+    unknown, known = split_unknown_partitions(
+        ctx, request.topics, authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC,
+                                              (topic.name for topic in request.topics)))
     error, results = ctx.group_coordinator.offsets.handle_delete_offsets(request.group_id, [tp for tp, _ in known])
     results.update(unknown)
-    cls = response_class(ApiKey.OFFSET_DELETE, event.api_version)
     topic_cls = cls.OffsetDeleteResponseTopic
     partition_cls = topic_cls.OffsetDeleteResponsePartition
     topics = []

@@ -9,6 +9,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.group_metadata import OffsetAndMetadata
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -18,18 +19,36 @@ from minikafka.protocol.messages import response_class
 Fetched = dict[str, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]
 
 
-def _fetch(ctx: BrokerContext, group_id: str, topics: Any, require_stable: bool) -> tuple[ErrorCode, Fetched]:
-    """(group error, topic -> [(partition, committed offset or None, partition error)])."""
+def _fetch(ctx: BrokerContext, session: Session, group_id: str, topics: Any,
+           require_stable: bool) -> tuple[ErrorCode, Fetched]:
+    """(group error, topic -> [(partition, committed offset or None, partition error)]). As Kafka: DESCRIBE on
+    the group, and topics the session may not describe answer TOPIC_AUTHORIZATION_FAILED when named, and are
+    left out when the request asks for every partition."""
     requested = None
+    describable: set[str] | None = None
     if topics is not None:
         requested = [(topic.name, index) for topic in topics for index in topic.partition_indexes]
-    offsets_api = ctx.group_coordinator.offsets
-    error, offsets = offsets_api.handle_fetch_offsets(group_id, requested)
+        describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                       (topic_name for topic_name, _ in requested))
     by_topic: Fetched = defaultdict(list)
+    if not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        offsets_api = ctx.group_coordinator.offsets
+        error, offsets = offsets_api.handle_fetch_offsets(
+            group_id, None if requested is None else [tp for tp in requested if tp[0] in (describable or ())])
     if error is not ErrorCode.NONE:
         for topic_name, partition in requested or ():
             by_topic[topic_name].append((partition, None, error))
         return error, by_topic
+    if requested is None:
+        visible = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                   (topic_name for topic_name, _ in offsets))
+        offsets = {tp: value for tp, value in offsets.items() if tp[0] in visible}
+    else:
+        for topic_name, partition in requested:
+            if describable is None or topic_name not in describable:
+                by_topic[topic_name].append((partition, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     unstable = offsets_api.unstable_partitions(group_id, offsets) if require_stable else set()
     for (topic_name, partition), value in offsets.items():
         if (topic_name, partition) in unstable:
@@ -59,7 +78,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         partition_cls = topic_cls.OffsetFetchResponsePartitions
         groups = []
         for group in request.groups:
-            error, by_topic = _fetch(ctx, group.group_id, group.topics, bool(request.require_stable))
+            error, by_topic = _fetch(ctx, session, group.group_id, group.topics, bool(request.require_stable))
             groups.append(
                 group_cls(
                     group_id=group.group_id,
@@ -79,7 +98,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         return cls(throttle_time_ms=0, groups=groups)
     topic_cls = cls.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
-    error, by_topic = _fetch(ctx, request.group_id, request.topics, version >= 7 and bool(request.require_stable))
+    require_stable = version >= 7 and bool(request.require_stable)
+    error, by_topic = _fetch(ctx, session, request.group_id, request.topics, require_stable)
     return cls(
         throttle_time_ms=0,
         error_code=error,

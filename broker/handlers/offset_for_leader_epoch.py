@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -17,10 +18,17 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, event.api_version)
     topic_cls = cls.OffsetForLeaderTopicResult
     partition_cls = topic_cls.EpochEndOffset
+    names = [topic.topic for topic in event.request.topics]
+    describable = set(names) if authorize_cluster(ctx, session, AclOperation.CLUSTER_ACTION) else authorized_names(
+        ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     topics = []
     for topic in event.request.topics:
         partitions = []
         for partition in topic.partitions:
+            if topic.topic not in describable:
+                partitions.append(partition_cls(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                partition=partition.partition, leader_epoch=-1, end_offset=-1))
+                continue
             try:
                 ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
                 epoch, end_offset = ctx.replica_manager.end_offset_for_epoch(

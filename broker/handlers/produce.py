@@ -16,6 +16,7 @@ from typing import Any
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.network import CloseConnection
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -56,6 +57,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     partition_cls = topic_cls.PartitionProduceResponse
     acks = request.acks
     transactional_id = getattr(request, "transactional_id", None)
+    if _has_transactional_records(request) and (transactional_id is None or not authorize(
+            ctx, session, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)):
+        return _all_failed(cls, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    writable = authorized_names(ctx, session, AclOperation.WRITE, ResourceType.TOPIC,
+                                (topic.name for topic in request.topic_data))
     failed = False
     topics = []
     for topic_data in request.topic_data:
@@ -64,6 +70,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             index = partition_data.index
             result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
             code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
+            if topic_data.name not in writable:
+                code = code or ErrorCode.TOPIC_AUTHORIZATION_FAILED
             if topic_data.name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
                 code = code or ErrorCode.INVALID_TOPIC_EXCEPTION
             code = code or _precheck(ctx, partition_data.records, event.api_version, transactional_id,
@@ -96,6 +104,32 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             raise CloseConnection("acks=0 produce failed")
         return None
     return cls(responses=topics, throttle_time_ms=0)
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: some partition's first batch has the transactional flag."""
+    for topic_data in request.topic_data:
+        for partition_data in topic_data.partition_data:
+            records = partition_data.records
+            if records is None or len(records) < 23:
+                continue
+            if int.from_bytes(records[21:23], "big") & _TRANSACTIONAL_FLAG:
+                return True
+    return False
+
+
+def _all_failed(cls: Any, request: Any, code: ErrorCode) -> Any:
+    """Kafka's ProduceRequest.getErrorResponse: every partition answers `code`."""
+    if request.acks == 0:
+        raise CloseConnection(f"acks=0 produce failed: {code.name}")
+    topic_cls = cls.TopicProduceResponse
+    partition_cls = topic_cls.PartitionProduceResponse
+    return cls(throttle_time_ms=0, responses=[
+        topic_cls(name=topic_data.name, partition_responses=[
+            partition_cls(index=partition_data.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                          log_start_offset=-1)
+            for partition_data in topic_data.partition_data])
+        for topic_data in request.topic_data])
 
 
 def _error_fields(error: KafkaError, api_version: int, partition_cls: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.join_sync_messages import SyncGroupResult
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -17,6 +18,10 @@ from minikafka.protocol.messages import response_class
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
+    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response_class(ApiKey.SYNC_GROUP, version)(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, protocol_type=None,
+            protocol_name=None, assignment=b"")
     future: asyncio.Future[SyncGroupResult] = asyncio.get_running_loop().create_future()
 
     def respond(result: SyncGroupResult) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, TxnProducer
 from minikafka.broker.handlers.offset_commit import commit_requests, commit_response, split_unknown_partitions
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -21,7 +22,20 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     coordinator = ctx.group_coordinator
-    results, known = split_unknown_partitions(ctx, request.topics)
+    cls = response_class(ApiKey.TXN_OFFSET_COMMIT, version)
+    topic_cls = cls.TxnOffsetCommitResponseTopic
+    denied = None
+    if not authorize(ctx, session, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if denied is not None:
+        refused = {(topic.name, partition.partition_index): denied
+                   for topic in request.topics for partition in topic.partitions}
+        return commit_response(cls, topic_cls, topic_cls.TxnOffsetCommitResponsePartition, request.topics, refused)
+    results, known = split_unknown_partitions(
+        ctx, request.topics, authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC,
+                                              (topic.name for topic in request.topics)))
     commits = commit_requests(known, version >= 2)
     if commits:
         error = coordinator.validate_group_status(request.group_id)
@@ -43,6 +57,4 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                     commits,
                 )
             )
-    cls = response_class(ApiKey.TXN_OFFSET_COMMIT, version)
-    topic_cls = cls.TxnOffsetCommitResponseTopic
     return commit_response(cls, topic_cls, topic_cls.TxnOffsetCommitResponsePartition, request.topics, results)

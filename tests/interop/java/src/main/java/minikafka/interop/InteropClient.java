@@ -82,6 +82,12 @@ public final class InteropClient {
     static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        // the admin connects like the producer: same security settings (SSL/SASL listeners)
+        PRODUCER_CONFIG.forEach((key, value) -> {
+            if (key.startsWith("security.") || key.startsWith("ssl.") || key.startsWith("sasl.")) {
+                props.put(key, value);
+            }
+        });
         try (Admin admin = Admin.create(props)) {
             admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
         } catch (ExecutionException e) {

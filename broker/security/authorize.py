@@ -1,0 +1,76 @@
+"""The handlers' view of authorization: Kafka's `AuthHelper` over `BrokerContext.authorizer`.
+
+With no authorizer configured (`ctx.authorizer is None`) every check passes, so handlers call these
+unconditionally. Resources are literal names; the CLUSTER resource is `kafka-cluster`. Event-loop thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from minikafka.broker.security.acls import CLUSTER_NAME, AclOperation, Action, ResourceType
+from minikafka.broker.session import Session
+
+if TYPE_CHECKING:
+    from minikafka.broker.context import BrokerContext
+    from minikafka.broker.security.authorizer import StandardAuthorizer
+
+__all__ = [
+    "AclOperation",
+    "ResourceType",
+    "authorize",
+    "authorize_actions",
+    "authorize_by_resource_type",
+    "authorize_cluster",
+    "authorized_names",
+    "authorized_operations",
+]
+
+
+def _authorizer(ctx: BrokerContext) -> StandardAuthorizer | None:
+    # getattr: handler tests build partial contexts (SimpleNamespace) without the field; that means "no authorizer".
+    authorizer: StandardAuthorizer | None = getattr(ctx, "authorizer", None)
+    return authorizer
+
+
+def authorize_actions(ctx: BrokerContext, session: Session, actions: Sequence[Action]) -> list[bool]:
+    """One answer per (operation, resource) action, True = allowed."""
+    authorizer = _authorizer(ctx)
+    if authorizer is None:
+        return [True] * len(actions)
+    return authorizer.authorize(session, actions)
+
+
+def authorize(ctx: BrokerContext, session: Session, operation: AclOperation, resource_type: ResourceType,
+              name: str) -> bool:
+    return authorize_actions(ctx, session, [Action(operation, resource_type, name)])[0]
+
+
+def authorize_cluster(ctx: BrokerContext, session: Session, operation: AclOperation) -> bool:
+    return authorize(ctx, session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def authorized_names(ctx: BrokerContext, session: Session, operation: AclOperation, resource_type: ResourceType,
+                     names: Iterable[str]) -> set[str]:
+    """Kafka's filterByAuthorized: the subset of `names` (each asked once) the session may operate on."""
+    unique = list(dict.fromkeys(names))
+    answers = authorize_actions(ctx, session, [Action(operation, resource_type, name) for name in unique])
+    return {name for name, allowed in zip(unique, answers, strict=True) if allowed}
+
+
+def authorize_by_resource_type(ctx: BrokerContext, session: Session, operation: AclOperation,
+                               resource_type: ResourceType) -> bool:
+    """KIP-679: may the session `operation` on some resource of the type (e.g. WRITE on any topic)."""
+    authorizer = _authorizer(ctx)
+    if authorizer is None:
+        return True
+    return authorizer.authorize_by_resource_type(session, operation, resource_type)
+
+
+def authorized_operations(ctx: BrokerContext, session: Session, resource_type: ResourceType, name: str,
+                          operations: Iterable[int]) -> set[int]:
+    """Kafka's AuthHelper.authorizedOperations (KIP-430): the codes of `operations` allowed on the resource."""
+    codes = list(operations)
+    answers = authorize_actions(ctx, session, [Action(AclOperation(code), resource_type, name) for code in codes])
+    return {code for code, allowed in zip(codes, answers, strict=True) if allowed}
