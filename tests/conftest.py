@@ -10,7 +10,7 @@ import pytest
 from bench.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.disk_faults"]  # disk_fault: the storage fault-injection seam
 
 
 @pytest.fixture

@@ -10,85 +10,23 @@ every record. The round runs in-process (`minikafka.log.cleaner.worker.processes
 
 from __future__ import annotations
 
-import builtins
 import errno
-import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from minikafka.cleaner.config import CleanerConfig
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import KafkaStorageError
-from minikafka.storage import checkpoint, indexes, transaction_index
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_manager import LogManager
 from tests.cleaner.compacted_log import COMPACT, T0, produce, read_all
+from tests.disk_faults import DiskFault
 
 PROPS = {"log.segment.bytes": "300", "log.index.interval.bytes": "1"}
 CONFIG = CleanerConfig(dedupe_buffer_size=1024 * 1024, backoff_ms=100, worker_processes=False)
 KEYS = 6
 ROUNDS = 4
-
-
-class DiskFault:
-    """Counts write, fsync and rename calls and fails the `fail_at`-th (1-based) with `error_number`."""
-
-    def __init__(self, fail_at: int | None, error_number: int) -> None:
-        self.fail_at = fail_at
-        self.error_number = error_number
-        self.calls = 0
-        self.fired: str | None = None
-
-    def check(self, what: str) -> None:
-        self.calls += 1
-        if self.calls == self.fail_at:
-            self.fired = what
-            raise OSError(self.error_number, os.strerror(self.error_number))
-
-
-class FaultyFile:
-    """A real file object whose writes consult the DiskFault first."""
-
-    def __init__(self, file: Any, fault: DiskFault) -> None:
-        self._file, self._fault = file, fault
-
-    def write(self, data: Any) -> int:
-        self._fault.check("write")
-        return int(self._file.write(data))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._file, name)
-
-    def __enter__(self) -> FaultyFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-
-@pytest.fixture
-def seam(monkeypatch: pytest.MonkeyPatch) -> Iterator[DiskFault]:
-    """Installs a DiskFault (not yet armed) under os.pwrite/fsync/replace/rename and the writers' open()."""
-    fault = DiskFault(None, errno.ENOSPC)
-    for name in ("pwrite", "fsync", "replace", "rename"):
-        real = getattr(os, name)
-
-        def wrapped(*args: Any, _real: Any = real, _name: str = name) -> Any:
-            fault.check(_name)
-            return _real(*args)
-
-        monkeypatch.setattr(os, name, wrapped)
-
-    def faulty_open(*args: Any, **kwargs: Any) -> FaultyFile:
-        return FaultyFile(builtins.open(*args, **kwargs), fault)
-
-    for module in (indexes, checkpoint, transaction_index):
-        monkeypatch.setattr(module, "open", faulty_open, raising=False)
-    yield fault
-    monkeypatch.undo()
 
 
 def latest(records: list[tuple[int, bytes | None, bytes | None]]) -> dict[bytes | None, tuple[int, bytes | None]]:
@@ -110,7 +48,7 @@ def start(data_dir: Path, clock: FakeClock) -> LogManager:
 
 @pytest.mark.parametrize("error_number", [errno.ENOSPC, errno.EIO])
 def test_every_write_fsync_and_rename_of_a_cleaning_round_fails_cleanly(
-        tmp_path: Path, seam: DiskFault, error_number: int) -> None:
+        tmp_path: Path, disk_fault: DiskFault, error_number: int) -> None:
     fail_at = 1
     while True:
         clock = FakeClock(T0)
@@ -125,14 +63,14 @@ def test_every_write_fsync_and_rename_of_a_cleaning_round_fails_cleanly(
         before = read_all(log)
         cleaner = LogCleaner(manager, CONFIG, clock)
 
-        seam.fail_at, seam.calls, seam.fired, seam.error_number = fail_at, 0, None, error_number
+        disk_fault.fail_at, disk_fault.calls, disk_fault.fired, disk_fault.error_number = fail_at, 0, None, error_number
         cleaner.run_once(cleaner.workers[0])
-        seam.fail_at = None
-        if seam.fired is None:
+        disk_fault.fail_at = None
+        if disk_fault.fired is None:
             assert latest(read_all(log)) == latest(before)
             manager.shutdown()
             break
-        where = f"fault at call {fail_at} ({seam.fired}, {errno.errorcode[error_number]})"
+        where = f"fault at call {fail_at} ({disk_fault.fired}, {errno.errorcode[error_number]})"
 
         if error_number == errno.EIO:
             assert manager.offline_reason is not None, f"{where}: EIO did not take the log dir offline"

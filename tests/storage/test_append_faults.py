@@ -1,93 +1,30 @@
-"""Append and roll under a failing disk: every write of a produce/roll cycle fails in turn with ENOSPC or EDQUOT,
-and an EIO takes the log dir offline as Kafka does.
+"""Append and roll under a failing disk: every write, fsync and rename of a produce/roll cycle fails in turn with
+ENOSPC or EDQUOT, and an EIO takes the log dir offline as Kafka does.
 
-The fault is injected below the storage code, where the operating system answers: `os.pwrite` (segment `.log`
-files), and the file objects that `open()` hands the index and checkpoint/snapshot writers. After each injected
-fault the log must be exactly as before the failed append (same records, log end offset, files consistent), the
-next append must succeed without a reopen, a reopen (recovery) must find the same records, and no temporary file
-may be left behind.
+The fault is injected where the operating system answers (`tests/disk_faults.py`). After each injected fault the
+log must be exactly as before the failed append (same records, log end offset, files consistent), the next append
+must succeed without a reopen, a reopen (recovery) must find the same records, and no temporary file may be left
+behind.
 """
 
 from __future__ import annotations
 
-import builtins
 import errno
-import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from minikafka.protocol.errors import KafkaStorageError
 from minikafka.protocol.records import iter_batches
-from minikafka.storage import checkpoint, indexes
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
+from tests.disk_faults import DiskFault
 from tests.storage.conftest import T0, LogFactory, batch
 
 # Small segments and an index entry per batch: a few appends cover log, index, time-index and snapshot writes.
 CONFIG = {"segment.bytes": "400", "index.interval.bytes": "1"}
 APPENDS_PER_CYCLE = 8
-
-
-class DiskFault:
-    """Counts write calls and fails the `fail_at`-th one (1-based) with `error_number`; `None` never fails."""
-
-    def __init__(self, fail_at: int | None, error_number: int = errno.ENOSPC) -> None:
-        self.fail_at = fail_at
-        self.error_number = error_number
-        self.writes = 0
-        self.fired = False
-
-    def check(self) -> None:
-        self.writes += 1
-        if self.writes == self.fail_at:
-            self.fired = True
-            raise OSError(self.error_number, os.strerror(self.error_number))
-
-
-class FaultyFile:
-    """A real file object whose `write` consults the DiskFault first."""
-
-    def __init__(self, file: Any, fault: DiskFault) -> None:
-        self._file = file
-        self._fault = fault
-
-    def write(self, data: Any) -> int:
-        self._fault.check()
-        written: int = self._file.write(data)
-        return written
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._file, name)
-
-    def __enter__(self) -> FaultyFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-
-@pytest.fixture
-def inject(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[DiskFault], None]]:
-    def install(fault: DiskFault) -> None:
-        real_pwrite = os.pwrite
-
-        def pwrite(fd: int, data: Any, offset: int) -> int:
-            fault.check()
-            return real_pwrite(fd, data, offset)
-
-        def faulty_open(*args: Any, **kwargs: Any) -> FaultyFile:
-            return FaultyFile(builtins.open(*args, **kwargs), fault)
-
-        monkeypatch.setattr(os, "pwrite", pwrite)
-        monkeypatch.setattr(indexes, "open", faulty_open, raising=False)
-        monkeypatch.setattr(checkpoint, "open", faulty_open, raising=False)
-
-    yield install
-    monkeypatch.undo()
 
 
 def values(log: UnifiedLog) -> list[bytes | None]:
@@ -116,15 +53,15 @@ def run_cycle(log: UnifiedLog, acked: list[bytes | None], start: int) -> bool:
 
 @pytest.mark.parametrize("error_number", [errno.ENOSPC, errno.EDQUOT])
 def test_every_write_of_an_append_and_roll_cycle_fails_cleanly_and_the_next_append_succeeds(
-    make_log: LogFactory, inject: Callable[[DiskFault], None], error_number: int
+    make_log: LogFactory, disk_fault: DiskFault, error_number: int
 ) -> None:
     fail_at = 1
     while True:
         log = make_log(CONFIG)
         acked: list[bytes | None] = []
         run_cycle(log, acked, 0)
-        fault = DiskFault(fail_at, error_number)
-        inject(fault)
+        fault = disk_fault
+        fault.fail_at, fault.calls, fault.fired, fault.error_number = fail_at, 0, None, error_number
         failed = run_cycle(log, acked, 100)
         if not fault.fired:
             assert not failed
@@ -149,7 +86,7 @@ def test_every_write_of_an_append_and_roll_cycle_fails_cleanly_and_the_next_appe
 
 
 def test_a_failed_disk_takes_the_log_dir_offline_and_a_restart_finds_every_acknowledged_record(
-    tmp_path: Path, clock: FakeClock, inject: Callable[[DiskFault], None]
+    tmp_path: Path, clock: FakeClock, disk_fault: DiskFault
 ) -> None:
     manager = LogManager(tmp_path, {"log.segment.bytes": "400", "log.index.interval.bytes": "1"}, clock)
     manager.startup()
@@ -160,7 +97,7 @@ def test_a_failed_disk_takes_the_log_dir_offline_and_a_restart_finds_every_ackno
     run_cycle(orders, acked, 0)
     audit.append_as_leader(batch(b"audit-0"))
 
-    inject(DiskFault(1, errno.EIO))
+    disk_fault.fail_at, disk_fault.calls, disk_fault.error_number = 1, 0, errno.EIO
     with pytest.raises(KafkaStorageError):
         orders.append_as_leader(batch(b"lost", timestamp_ms=T0 + 99))
     assert manager.offline_reason is not None and "Input/output error" in manager.offline_reason
