@@ -28,9 +28,10 @@ lag (high watermark minus committed offset, summed), transactions committed / ab
 
 Verdict at the end (`summary.json` in the work dir; exit code 1 if any part fails):
 
-- plateau: the samples are cut into thirds by time (the first third is warm-up). RSS plateaus if the maximum total
-  RSS of the last third exceeds the maximum of the middle third by less than 10% of it AND by less than 20 MiB.
-  Open fds plateau if the last third's maximum exceeds the middle third's by at most max(5, 10%) descriptors.
+- plateau: the samples are cut into thirds by time (the first third is warm-up). A metric plateaus if both the
+  last third's maximum exceeds the middle third's, and its least-squares trend over the last two thirds adds, by at
+  most the allowance: for total RSS the smaller of 10% and 20 MiB, for open fds max(5, 10%) descriptors. The trend
+  catches a steady drift that the max-vs-max comparison lets through.
   The data dir size is reported, not judged.
 - correctness, after the producers stopped: the group's committed offsets reach the end of every partition (the
   high watermark; on `soak-txn` the last offset may be a commit marker, so high watermark - 1 is accepted) within
@@ -311,9 +312,14 @@ def format_row(row: dict[str, Any]) -> str:
 
 @dataclass
 class Plateau:
+    """A metric's trend after warm-up: the least-squares slope over the last two thirds of the run, and what that
+    slope adds over those two thirds (a steady drift shows there, where a max-vs-max comparison can miss it)."""
+
     metric: str
     middle_max: float
     last_max: float
+    slope_per_h: float
+    trend_growth: float
     allowed_growth: float
 
     @property
@@ -322,25 +328,36 @@ class Plateau:
 
     @property
     def ok(self) -> bool:
-        return self.growth <= self.allowed_growth
+        return self.growth <= self.allowed_growth and self.trend_growth <= self.allowed_growth
 
     def describe(self) -> str:
         return (f"{self.metric}: middle-third max {self.middle_max:g}, last-third max {self.last_max:g}, growth "
-                f"{self.growth:+g} (allowed {self.allowed_growth:g}): {'plateau' if self.ok else 'GROWING'}")
+                f"{self.growth:+g}; trend {self.slope_per_h:+.1f}/h = {self.trend_growth:+.1f} over the last two "
+                f"thirds (allowed {self.allowed_growth:g}): {'plateau' if self.ok else 'GROWING'}")
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (x, y) points; 0 for fewer than two distinct x."""
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    variance = sum((x - mean_x) ** 2 for x, _ in points)
+    return 0.0 if variance == 0 else sum((x - mean_x) * (y - mean_y) for x, y in points) / variance
 
 
 def plateaus(rows: list[dict[str, Any]], total_s: float) -> list[Plateau]:
     middle = [row for row in rows if total_s / 3 <= row["t_s"] < 2 * total_s / 3]
     last = [row for row in rows if row["t_s"] >= 2 * total_s / 3]
-    if not middle or not last:
-        return [Plateau("too few samples", 0, 1, 0)]
-    rss_middle = max(row["rss_mib"] for row in middle)
-    fds_middle = max(row["fds"] for row in middle)
-    return [
-        # strictly less than 10% and 20 MiB: allowed = the smaller of the two
-        Plateau("rss_mib", rss_middle, max(row["rss_mib"] for row in last), min(0.1 * rss_middle, 20.0)),
-        Plateau("fds", fds_middle, max(row["fds"] for row in last), max(5.0, 0.1 * fds_middle)),
-    ]
+    if len(middle) < 2 or len(last) < 2:
+        return [Plateau("too few samples", 0, 1, 0, 0, 0)]
+    verdicts = []
+    for metric, allowed in (("rss_mib", lambda m: min(0.1 * m, 20.0)), ("fds", lambda m: max(5.0, 0.1 * m))):
+        middle_max = max(row[metric] for row in middle)
+        per_s = slope([(row["t_s"], row[metric]) for row in middle + last])
+        span_s = (middle + last)[-1]["t_s"] - middle[0]["t_s"]
+        verdicts.append(Plateau(metric, middle_max, max(row[metric] for row in last), per_s * 3600,
+                                per_s * span_s, allowed(middle_max)))
+    return verdicts
 
 
 def drain_and_check(broker: MiniKafka, stats: Stats, load: Load, sampler: Sampler) -> list[str]:
@@ -528,9 +545,10 @@ def main() -> None:
     parser.add_argument("--compacted-rate", type=float, default=200.0, help="records/s to soak-compact")
     parser.add_argument("--keys", type=int, default=500, help="key space of the idempotent compacted writes")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--delete-retention-ms", type=int, default=None,
-                        help="broker log.cleaner.delete.retention.ms (default: Kafka's 24 h), e.g. 60000 so the "
-                             "transaction markers in __consumer_offsets / __transaction_state expire during the run")
+    parser.add_argument("--delete-retention-ms", type=int, default=60_000,
+                        help="broker log.cleaner.delete.retention.ms (default 60000, not Kafka's 24 h: the transaction "
+                             "markers in __consumer_offsets/__transaction_state are kept that long, so with 24 h a "
+                             "30-minute run only sees the window filling, never its plateau)")
     args = parser.parse_args()
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="minikafka-soak-"))
     shutil.rmtree(work_dir / "data", ignore_errors=True)  # a fresh broker each run
