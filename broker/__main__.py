@@ -1,8 +1,9 @@
 """The `minikafka` command: `minikafka serve [--config FILE] [--override key=value ...] [--add-scram ARG ...]`
 (`--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'` stores a SCRAM credential in the log dir before
 the broker serves, with the syntax of `kafka-storage format --add-scram`) and
-`minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL]` (asks a running broker to clean now
-through `POST /admin/compact` on its metrics/admin port and prints what was removed).
+`minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL] [--admin-user U --admin-password P]` (asks a
+running broker to clean now through `POST /admin/compact` on its metrics/admin port and prints what was removed;
+the credentials, also from MINIKAFKA_ADMIN_USER/MINIKAFKA_ADMIN_PASSWORD, are needed once the broker has security).
 
 Further subcommands (`snapshot`, `audit` from minikafka.pipeline) come from the `minikafka.commands` entry points:
 each is a `register(subparsers)` that adds its parser with a `handler`; the broker never imports them."""
@@ -20,6 +21,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
 from minikafka.broker.config import KafkaConfig, load_properties
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.scram_parser import parse_add_scram
@@ -96,6 +98,11 @@ def _add_scram(config: KafkaConfig, arguments: list[str]) -> bool:
 
 def compact(args: argparse.Namespace) -> int:
     """Exit 0 when the broker accepted (and, with --wait, finished) the compaction; 1 otherwise."""
+    try:
+        credentials = credentials_from_args(args)
+    except ValueError as error:
+        print(f"minikafka compact: {error}", file=sys.stderr)
+        return 2
     if args.exact:
         return _exact_compaction(args)
     query: dict[str, str] = {"topic": args.topic}
@@ -105,7 +112,7 @@ def compact(args: argparse.Namespace) -> int:
         query["wait"] = "true"
         query["timeout_ms"] = str(int(args.timeout * 1000))
     url = f"{args.admin_url.rstrip('/')}/admin/compact?{urllib.parse.urlencode(query)}"
-    request = urllib.request.Request(url, data=b"", method="POST")
+    request = urllib.request.Request(url, data=b"", method="POST", headers=with_credentials({}, credentials))
     try:
         with urllib.request.urlopen(request, timeout=args.timeout + 30) as response:
             status, body = response.status, response.read()
@@ -113,6 +120,11 @@ def compact(args: argparse.Namespace) -> int:
         status, body = error.code, error.read()
     except OSError as error:
         print(f"minikafka compact: cannot reach {args.admin_url}: {error}", file=sys.stderr)
+        return 1
+    if status in (401, 403):
+        print(f"minikafka compact: HTTP {status} from {args.admin_url}: {body.decode(errors='replace').strip()}"
+              + (" (pass --admin-user/--admin-password or set MINIKAFKA_ADMIN_USER/MINIKAFKA_ADMIN_PASSWORD)"
+                 if status == 401 else ""), file=sys.stderr)
         return 1
     try:
         result = json.loads(body)
@@ -181,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     compact_parser.add_argument("--json", action="store_true", help="print the broker's JSON reply")
     compact_parser.add_argument("--admin-url", default="http://127.0.0.1:9404",
                                 help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
+    add_admin_credential_options(compact_parser)
     exact = compact_parser.add_argument_group(
         "exact compaction", "plan on Spark which record of every key survives, then apply the plan in one round "
         "(any key count, no hash collisions; needs the [spark] extra)")

@@ -1,4 +1,4 @@
-"""`AdminHttpServer`: the Prometheus scrape endpoint (`GET /metrics`) on `minikafka.metrics.port`.
+"""`AdminHttpServer`: the Prometheus scrape endpoint (`GET /metrics`) on `minikafka.metrics.port`, and `/admin/*`.
 
 A deliberately tiny HTTP/1.1 responder on the event loop (one request per connection, then close), so the
 admin endpoints that come with the cleaner can share it without another dependency. Routes are
@@ -8,6 +8,9 @@ admin endpoints that come with the cleaner can share it without another dependen
 (an exact-compaction plan may be gigabytes). Only a `Content-Length` body is accepted. A body a route left unread is
 drained (up to `DRAIN_BYTES`, for `DRAIN_TIMEOUT_S`) after the response is written, so the client reads the
 response instead of a connection reset.
+
+With an `admin_auth` (security configured: see broker/admin_auth.py) every `/admin/*` request, known path or not,
+is checked before routing and answered 401/403 when refused; `/metrics` is never guarded.
 """
 
 from __future__ import annotations
@@ -15,16 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+if TYPE_CHECKING:
+    from minikafka.broker.admin_auth import AdminAuthenticator
 
 log = logging.getLogger(__name__)
 
 Route = Callable[[dict[str, list[str]]], Awaitable[tuple[int, str, bytes]]]
 _REASONS = {
-    200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+    200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed",
     411: "Length Required", 413: "Content Too Large", 500: "Internal Server Error", 507: "Insufficient Storage",
 }
 MAX_HEADER_BYTES = 16 * 1024
@@ -33,6 +41,7 @@ BODY_CHUNK_BYTES = 64 * 1024
 BODY_READ_TIMEOUT_S = 30.0
 DRAIN_BYTES = 64 * 1024 * 1024
 DRAIN_TIMEOUT_S = 5.0
+ADMIN_PATH_PREFIX = "/admin/"
 
 
 class RequestBody:
@@ -72,6 +81,15 @@ class RequestBody:
 BodyRoute = Callable[[dict[str, list[str]], RequestBody], Awaitable[tuple[int, str, bytes]]]
 
 
+def _header(head: bytes, wanted: bytes) -> str | None:
+    """The first value of header `wanted` (lower case), or None."""
+    for line in head.split(b"\r\n")[1:]:
+        name, separator, value = line.partition(b":")
+        if separator and name.strip().lower() == wanted:
+            return value.strip().decode("latin-1")
+    return None
+
+
 def _content_length(head: bytes) -> int | None:
     """The Content-Length header's value (None if absent); ValueError if malformed or with chunked encoding."""
     length = None
@@ -88,11 +106,13 @@ def _content_length(head: bytes) -> int | None:
 
 
 class AdminHttpServer:
-    """Serves /metrics from a Prometheus registry, plus any registered admin routes."""
+    """Serves /metrics from a Prometheus registry, plus any registered admin routes (guarded by `admin_auth`)."""
 
-    def __init__(self, host: str, port: int, registry: CollectorRegistry) -> None:
+    def __init__(self, host: str, port: int, registry: CollectorRegistry,
+                 admin_auth: AdminAuthenticator | None = None) -> None:
         self.host = host
         self.port = port
+        self.admin_auth = admin_auth
         self.routes: dict[tuple[str, str], Route] = {("GET", "/metrics"): self._metrics}
         self.body_routes: dict[tuple[str, str], BodyRoute] = {}
         self._registry = registry
@@ -113,6 +133,7 @@ class AdminHttpServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request_body: RequestBody | None = None
+        extra_headers: Mapping[str, str] = {}
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
             if len(head) > MAX_HEADER_BYTES:
@@ -120,9 +141,16 @@ class AdminHttpServer:
             method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
             url = urlsplit(target)
             request_body = RequestBody(reader, _content_length(head))
+            denial = None
+            if self.admin_auth is not None and url.path.startswith(ADMIN_PATH_PREFIX):
+                peer = writer.get_extra_info("peername")
+                denial = await self.admin_auth.check(method, _header(head, b"authorization"),
+                                                     str(peer[0]) if peer else "")
             body_route = self.body_routes.get((method, url.path))
             route = self.routes.get((method, url.path))
-            if body_route is not None:
+            if denial is not None:
+                status, ctype, body, extra_headers = denial.status, "text/plain", denial.body, denial.headers
+            elif body_route is not None:
                 status, ctype, body = await body_route(parse_qs(url.query), request_body)
             elif route is None:
                 known_path = any(path == url.path for _m, path in [*self.routes, *self.body_routes])
@@ -136,7 +164,8 @@ class AdminHttpServer:
             status, ctype, body = 500, "text/plain", b"internal error\n"
         header = (
             f"HTTP/1.1 {status} {_REASONS.get(status, 'OK')}\r\nContent-Type: {ctype}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+            + "".join(f"{name}: {value}\r\n" for name, value in extra_headers.items()) + "\r\n"
         )
         with contextlib.suppress(ConnectionError):
             writer.write(header.encode("latin-1") + body)

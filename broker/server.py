@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
+from minikafka.broker.admin_auth import AdminAuthenticator
 from minikafka.broker.admin_http import AdminHttpServer, RequestBody
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cleaner_state import cleaner_state
@@ -112,6 +113,7 @@ class KafkaServer:
             LoopScheduler(),
             self.clock,
         )
+        authorizer = BrokerContext.authorizer_for(self.config)
         ctx = BrokerContext(
             config=self.config,
             cluster_id=self.log_manager.cluster_id,
@@ -121,15 +123,17 @@ class KafkaServer:
             group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator,
             fetch_manager=self.fetch_manager,
-            authorizer=BrokerContext.authorizer_for(self.config),
+            authorizer=authorizer,
             scram_credentials=self.scram_credentials,
         )
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         metrics_port = int(self.config["minikafka.metrics.port"])
         if metrics_port >= 0:
+            # Once security is configured, /admin/* needs a super user's or a CLUSTER-ACL holder's credentials.
             self.admin_http = AdminHttpServer(
-                str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry
+                str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry,
+                AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
             )
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact

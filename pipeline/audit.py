@@ -16,6 +16,9 @@ CreateTime topic a producer's clock skew shifts them (LogAppendTime makes the de
 
 Records are read committed (aborted ones are not data) from the start up to the end offsets seen after the
 checkpoint was read: the checkpoint only moves forward, so anything below it was already deduplicated.
+
+A broker with security configured wants credentials for `/admin/*` (`admin_credentials`, HTTP Basic); a refusal
+(401/403) is an error, not "no endpoint".
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from minikafka.broker.admin_client import AdminCredentials, with_credentials
 from minikafka.pipeline.kafka_source import kafka_source_options
 from minikafka.pipeline.session import build_spark_session
 from minikafka.pipeline.topic_configs import describe_topic_configs
@@ -79,14 +83,21 @@ class AuditReport:
         return json.dumps(asdict(self), indent=1)
 
 
-def fetch_cleaner_state(admin_url: str, topic: str, timeout_s: float = 10.0) -> dict[str, Any] | None:
-    """The broker's `GET /admin/cleaner-state` body, or None when the broker has no such endpoint."""
+def fetch_cleaner_state(admin_url: str, topic: str, timeout_s: float = 10.0,
+                        credentials: AdminCredentials | None = None) -> dict[str, Any] | None:
+    """The broker's `GET /admin/cleaner-state` body, or None when the broker has no such endpoint; ValueError
+    when the broker refuses the credentials (or wants some)."""
     url = f"{admin_url.rstrip('/')}/admin/cleaner-state?topic={urllib.parse.quote(topic)}"
+    request = urllib.request.Request(url, headers=with_credentials({}, credentials))
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             state: dict[str, Any] = json.loads(response.read())
             return state
     except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            hint = " (pass --admin-user/--admin-password)" if error.code == 401 else ""
+            raise ValueError(f"the admin port at {admin_url} answered HTTP {error.code} to GET /admin/cleaner-state"
+                             f"{hint}") from error
         if error.code == 404 and b"does not exist" in error.read():
             raise ValueError(f"topic {topic} does not exist on the broker at {admin_url}") from error
         return None
@@ -141,6 +152,7 @@ def run_audit(
     topic: str,
     *,
     admin_url: str | None = None,
+    admin_credentials: AdminCredentials | None = None,
     grace_ms: int = DEFAULT_GRACE_MS,
     now_ms: int | None = None,
     kafka_options: Mapping[str, str] | None = None,
@@ -150,7 +162,7 @@ def run_audit(
     `max_violations` offenders (partition, offset, key)."""
     from pyspark.sql import functions as F
 
-    state = fetch_cleaner_state(admin_url, topic) if admin_url else None
+    state = fetch_cleaner_state(admin_url, topic, credentials=admin_credentials) if admin_url else None
     configs = describe_topic_configs(bootstrap_servers, topic, kafka_options)
     checked_at_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     max_lag_ms = int(configs.get("max.compaction.lag.ms", LONG_MAX))
@@ -230,6 +242,7 @@ def audit(
     topic: str,
     *,
     admin_url: str | None = None,
+    admin_credentials: AdminCredentials | None = None,
     master: str | None = None,
     grace_ms: int = DEFAULT_GRACE_MS,
     kafka_options: Mapping[str, str] | None = None,
@@ -239,5 +252,6 @@ def audit(
     """`run_audit` with a session of its own (`build_spark_session(master, conf=spark_conf)`) unless one is given."""
     session = spark if spark is not None else build_spark_session(
         master, app_name=f"minikafka-audit-{topic}", conf=spark_conf)
-    return run_audit(session, bootstrap_servers, topic, admin_url=admin_url, grace_ms=grace_ms,
+    return run_audit(session, bootstrap_servers, topic, admin_url=admin_url, admin_credentials=admin_credentials,
+                     grace_ms=grace_ms,
                      kafka_options=kafka_options)

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args
 from minikafka.pipeline.session import SparkUnavailableError
 
 
@@ -49,6 +50,7 @@ def register_audit(commands: Any) -> None:
     parser.add_argument("--admin-url", default=None,
                         help="the broker's metrics/admin HTTP address for the cleaner checkpoint "
                              "(default: http://<bootstrap host>:9404)")
+    add_admin_credential_options(parser)
     parser.add_argument("--grace-ms", type=int, default=None,
                         help="allowance for the cleaning itself, added to every deadline (default: 60000)")
     parser.set_defaults(handler=run_audit_command)
@@ -80,7 +82,8 @@ def run_audit_command(args: argparse.Namespace) -> int:
 
         admin_url = args.admin_url or f"http://{args.bootstrap_servers.split(',')[0].rsplit(':', 1)[0]}:9404"
         report = audit(
-            args.bootstrap_servers, args.topic, admin_url=admin_url, master=args.master,
+            args.bootstrap_servers, args.topic, admin_url=admin_url, admin_credentials=credentials_from_args(args),
+            master=args.master,
             grace_ms=DEFAULT_GRACE_MS if args.grace_ms is None else args.grace_ms,
             kafka_options=_pairs("--kafka-option", args.kafka_option), spark_conf=_pairs("--conf", args.conf),
         )
@@ -110,6 +113,7 @@ def run_exact_compaction(args: argparse.Namespace) -> int:
             spark, args.bootstrap_servers, args.topic, args.admin_url,
             partitions=None if args.partition is None else [args.partition], wait=args.wait,
             timeout_s=args.timeout, kafka_options=_pairs("--kafka-option", args.kafka_option),
+            credentials=credentials_from_args(args),
         )
     except (SparkUnavailableError, ValueError) as error:
         print(f"minikafka compact --exact: {error}", file=sys.stderr)

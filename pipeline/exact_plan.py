@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minikafka.broker.admin_client import AdminCredentials, with_credentials
 from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlanWriter
 from minikafka.pipeline.audit import fetch_cleaner_state
 from minikafka.pipeline.kafka_source import kafka_source_options
@@ -127,15 +128,16 @@ def write_plans(
     return [plans[r.partition] for r in ranges]
 
 
-def submit_plan(admin_url: str, topic: str, plan: PartitionPlan, *, wait: bool, timeout_s: float) -> dict[str, Any]:
+def submit_plan(admin_url: str, topic: str, plan: PartitionPlan, *, wait: bool, timeout_s: float,
+                credentials: AdminCredentials | None = None) -> dict[str, Any]:
     """Stream one plan file to the broker; its JSON reply (ValueError with the broker's message when refused)."""
     query = {"topic": topic, "partition": str(plan.partition), "exact": "true"}
     if wait:
         query.update(wait="true", timeout_ms=str(int(timeout_s * 1000)))
     url = f"{admin_url.rstrip('/')}/admin/compact?{urllib.parse.urlencode(query)}"
     with open(plan.path, "rb") as body:
-        request = urllib.request.Request(url, data=body, method="POST", headers={
-            "Content-Type": "application/octet-stream", "Content-Length": str(plan.path.stat().st_size)})
+        request = urllib.request.Request(url, data=body, method="POST", headers=with_credentials({
+            "Content-Type": "application/octet-stream", "Content-Length": str(plan.path.stat().st_size)}, credentials))
         try:
             with urllib.request.urlopen(request, timeout=timeout_s + 60) as response:
                 reply: dict[str, Any] = json.loads(response.read())
@@ -152,10 +154,11 @@ def submit_plan(admin_url: str, topic: str, plan: PartitionPlan, *, wait: bool, 
 def compact_exact(
     spark: SparkSession, bootstrap_servers: str, topic: str, admin_url: str, *,
     partitions: list[int] | None = None, wait: bool = True, timeout_s: float = 3600.0,
-    kafka_options: Mapping[str, str] | None = None,
+    kafka_options: Mapping[str, str] | None = None, credentials: AdminCredentials | None = None,
 ) -> list[dict[str, Any]]:
-    """Plan on Spark and apply on the broker, partition by partition; the broker's replies."""
-    state = fetch_cleaner_state(admin_url, topic)
+    """Plan on Spark and apply on the broker, partition by partition; the broker's replies. `credentials` for a
+    broker with security configured (its `/admin/*` wants HTTP Basic)."""
+    state = fetch_cleaner_state(admin_url, topic, credentials=credentials)
     if state is None:
         raise ValueError(f"no minikafka admin endpoint at {admin_url} (exact compaction needs a minikafka broker)")
     if "compact" not in str(state["config"]["cleanup.policy"]).split(","):
@@ -166,4 +169,5 @@ def compact_exact(
     with tempfile.TemporaryDirectory(prefix="minikafka-plan-") as directory:
         plans = write_plans(spark, bootstrap_servers, topic, uuid.UUID(state["topic_id_uuid"]), ranges, Path(directory),
                             kafka_options)
-        return [submit_plan(admin_url, topic, plan, wait=wait, timeout_s=timeout_s) for plan in plans]
+        return [submit_plan(admin_url, topic, plan, wait=wait, timeout_s=timeout_s, credentials=credentials)
+                for plan in plans]
