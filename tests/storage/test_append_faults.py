@@ -83,6 +83,7 @@ def test_every_write_of_an_append_and_roll_cycle_fails_cleanly_and_the_next_appe
             path.unlink()
         fail_at += 1
     assert fail_at > 10, f"the cycle made only {fail_at - 1} writes: the test covers too little"
+    print(f"append/roll cycle: {fail_at - 1} fault points with {errno.errorcode[error_number]}, all consistent")
 
 
 def test_a_failed_disk_takes_the_log_dir_offline_and_a_restart_finds_every_acknowledged_record(
