@@ -33,6 +33,26 @@ def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, 
     futures[topic].result(timeout=30)
 
 
+def read_committed_values(bootstrap: str, topic: str, partition: int, timeout_s: float = 30.0) -> list[bytes]:
+    """Every value of one partition from offset 0 to its end as a read_committed confluent-kafka consumer sees it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": "read_committed",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    try:
+        while True:
+            message = consumer.poll(timeout_s)
+            assert message is not None, "the read did not reach the end of the partition"
+            if message.error() is not None:
+                return values
+            value = message.value()
+            assert value is not None
+            values.append(value)
+    finally:
+        consumer.close()
+
 # ------------------------------------------------------------------------------------------ confluent-kafka
 
 

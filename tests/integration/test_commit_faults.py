@@ -25,7 +25,7 @@ from minikafka.broker.config import KafkaConfig
 from minikafka.broker.server import KafkaServer
 from minikafka.testing.mini_kafka import free_port
 from tests.disk_faults import DiskFault
-from tests.integration.client_drivers import create_topic
+from tests.integration.client_drivers import create_topic, read_committed_values
 
 TOPIC = "orders"
 RECORDS = 5
@@ -123,24 +123,6 @@ def committed(bootstrap: str, group: str) -> int:
         consumer.close()
 
 
-def read_committed(bootstrap: str) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    values: list[bytes] = []
-    try:
-        while True:
-            message = consumer.poll(30)
-            assert message is not None, "the read did not reach the end of the partition"
-            if message.error() is not None:
-                return values
-            value = message.value()
-            assert value is not None
-            values.append(value)
-    finally:
-        consumer.close()
-
-
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("error_number", [errno.ENOSPC, errno.EIO])
 def test_every_write_fsync_and_rename_of_a_commit_cycle(tmp_path: Path, disk_fault: DiskFault,
@@ -168,7 +150,7 @@ def test_every_write_fsync_and_rename_of_a_commit_cycle(tmp_path: Path, disk_fau
 
         restarted = InProcessBroker(broker.data_dir, broker.port).start()
         try:
-            values = read_committed(restarted.bootstrap)
+            values = read_committed_values(restarted.bootstrap, TOPIC, 0)
             txn_offset = committed(restarted.bootstrap, "txn")
             plain_offset = committed(restarted.bootstrap, "plain")
         finally:

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetFetchRequest
 
 from minikafka.testing import MiniKafka
-from tests.integration.client_drivers import create_topic
+from tests.integration.client_drivers import create_topic, read_committed_values
 from tests.integration.small_filesystem import fill_up, leftovers
 from tests.wire_client import WireClient
 
@@ -102,22 +102,6 @@ def wait_for(probe: Callable[[], Any], timeout_s: float) -> Any:
     return value
 
 
-def read_committed(bootstrap: str, topic: str, partition: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    values: list[bytes] = []
-    try:
-        while True:
-            message = consumer.poll(10)
-            assert message is not None, "the read did not reach the end of the partition"
-            if message.error() is not None:
-                return values
-            values.append(message.value())
-    finally:
-        consumer.close()
-
-
 @pytest.mark.timeout(240)
 def test_coordinators_topic_creation_and_the_cleaner_on_a_full_disk(small_log_dir: Path) -> None:
     kafka = MiniKafka({"num.partitions": 1, "offsets.topic.num.partitions": 1,
@@ -156,7 +140,7 @@ def test_coordinators_topic_creation_and_the_cleaner_on_a_full_disk(small_log_di
                 txn.commit_transaction(5)
             assert failed_commit.value.args[0].retriable(), failed_commit.value
             assert transaction_state(client) == "Ongoing"
-            assert read_committed(bootstrap, WIDE, 0) == []
+            assert read_committed_values(bootstrap, WIDE, 0) == []
             assert create_topic_error(client, "born-on-a-full-disk") == KAFKA_STORAGE_ERROR
             assert not list(small_log_dir.glob("born-on-a-full-disk-*"))
             assert create_topic_error(client, "born-on-a-full-disk") == KAFKA_STORAGE_ERROR  # not "already exists"
@@ -182,15 +166,15 @@ def test_coordinators_topic_creation_and_the_cleaner_on_a_full_disk(small_log_di
             cleaned = wait_for(lambda: cleaner_state(kafka)["cleaner_checkpoint_offset"], 30)
             assert cleaned > 0 and cleaner_state(kafka)["cleaning_failure"] is None
 
-        assert read_committed(bootstrap, WIDE, 0) == [b"txn-0", b"txn-1", b"txn-2"]
+        assert read_committed_values(bootstrap, WIDE, 0) == [b"txn-0", b"txn-1", b"txn-2"]
         kafka.restart()
         with WireClient(kafka.bootstrap_servers) as client:
             assert committed(client, "g") == {8}
             assert transaction_state(client) == "CompleteCommit"
             assert create_topic_error(client, "born-on-a-full-disk") == 36  # TOPIC_ALREADY_EXISTS
-        assert read_committed(kafka.bootstrap_servers, WIDE, 0) == [b"txn-0", b"txn-1", b"txn-2"]
+        assert read_committed_values(kafka.bootstrap_servers, WIDE, 0) == [b"txn-0", b"txn-1", b"txn-2"]
         latest = {}
-        for value in read_committed(kafka.bootstrap_servers, COMPACTED, 0):
+        for value in read_committed_values(kafka.bootstrap_servers, COMPACTED, 0):
             latest[int(value.split(b":")[0]) % 20] = value
         assert len(latest) == 20 and all(int(v.split(b":")[0]) >= 380 for v in latest.values())
         assert leftovers(small_log_dir) == []
