@@ -134,7 +134,8 @@ class ScramSaslServer:
         match = _CLIENT_FINAL.fullmatch(message)
         if match is None:
             raise SaslError(f"Invalid SCRAM client final message format: {message}")
-        if match["nonce"] != self._nonce:
+        # Kafka checks endsWith, not equality: librdkafka 2.0.x repeats the client nonce in front of the combined one
+        if not match["nonce"].endswith(self._nonce):
             raise SaslError("Invalid client nonce in the final client message.")
         if _b64decode(match["channel"]) != self._gs2_header.encode("utf-8"):
             raise SaslError("Invalid channel binding in the final client message.")

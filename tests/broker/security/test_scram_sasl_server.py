@@ -109,7 +109,7 @@ def test_final_message_with_another_nonce_or_channel_binding_fails() -> None:
     client.process_server_first_message(server.evaluate_response(client.first_message()))
     final = client.final_message().decode()
     with pytest.raises(SaslError, match="nonce"):
-        server.evaluate_response(final.replace(",r=", ",r=x", 1).encode())
+        server.evaluate_response(final.replace(",p=", "x,p=", 1).encode())  # Kafka: must end with the nonce
     client = ScramClient("alice", "alice-secret", "SCRAM-SHA-256")
     server = server_for(credentials, mechanism)
     client.process_server_first_message(server.evaluate_response(client.first_message()))
