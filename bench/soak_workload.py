@@ -105,7 +105,10 @@ def idempotent_producer(load: Load, stats: Stats, stop: threading.Event) -> None
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": load.bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "message.timeout.ms": 120_000, "log_level": LOG_LEVEL})
+                         "linger.ms": 5, "message.timeout.ms": 120_000, "log_level": LOG_LEVEL,
+                         # below the compacted topic's 64 KiB segments: a stalled broker lets librdkafka fill
+                         # a 1 MB batch, which Kafka refuses as RECORD_LIST_TOO_LARGE
+                         "batch.size": 32 * 1024})
 
     def on_delivery(sent: float, key: str | None, version: int, tombstone: bool, err: Any, msg: Any) -> None:
         latency_ms = (time.perf_counter() - sent) * 1000
@@ -160,7 +163,8 @@ def transactions(load: Load, stats: Stats, stop: threading.Event) -> None:
     group_metadata = metadata_consumer.consumer_group_metadata()
     metadata_consumer.close()
     producer = Producer({"bootstrap.servers": load.bootstrap, "transactional.id": TRANSACTIONAL_ID,
-                         "linger.ms": 5, "transaction.timeout.ms": 60_000, "log_level": LOG_LEVEL})
+                         "linger.ms": 5, "transaction.timeout.ms": 60_000, "log_level": LOG_LEVEL,
+                         "batch.size": 32 * 1024})
     producer.init_transactions(30)
     txn_id = 0
     next_due = time.monotonic()
