@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -77,12 +78,23 @@ class ApacheKafka:
         heap: str = "512m",
         properties: dict[str, str] | None = None,
         lib_dir: Path | None = None,
+        listeners: Mapping[str, str] | None = None,
+        scram_credentials: Sequence[str] = (),
     ) -> None:
+        """`listeners` adds listeners beside PLAINTEXT (which the readiness check and inter-broker traffic use):
+        listener name -> security protocol (`{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}`), each on a free loopback port;
+        their SASL/SSL settings go in `properties` by Kafka's names. `scram_credentials` are passed to
+        `kafka-storage format --add-scram` (`'SCRAM-SHA-256=[name=admin,password=admin-secret]'`)."""
         self.work_dir = Path(work_dir)
         self.port = port if port is not None else free_port()
         self.controller_port = free_port()
         self.heap = heap
         self.extra_properties = dict(properties or {})
+        self.extra_listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {}).items()}
+        if {"PLAINTEXT", "CONTROLLER"} & set(self.extra_listeners):
+            raise ValueError("PLAINTEXT and CONTROLLER are always there; name the extra listeners otherwise")
+        self.listener_ports = {name: free_port() for name in self.extra_listeners}
+        self.scram_credentials = list(scram_credentials)
         self.lib_dir = lib_dir
         self.log_dir = self.work_dir / "kafka-logs"
         self.server_log = self.work_dir / "server.log"
@@ -92,16 +104,25 @@ class ApacheKafka:
     def bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
+    def bootstrap_for(self, listener_name: str) -> str:
+        """`host:port` of a listener by name (`PLAINTEXT` or one given in `listeners`)."""
+        name = listener_name.upper()
+        return self.bootstrap if name == "PLAINTEXT" else f"{LOOPBACK}:{self.listener_ports[name]}"
+
     def server_properties(self) -> dict[str, str]:
+        extra = [f"{name}://{LOOPBACK}:{port}" for name, port in self.listener_ports.items()]
+        protocols = ",".join(f"{name}:{protocol}" for name, protocol in self.extra_listeners.items())
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "listeners": ",".join([f"PLAINTEXT://{LOOPBACK}:{self.port}", *extra,
+                                   f"CONTROLLER://{LOOPBACK}:{self.controller_port}"]),
+            "advertised.listeners": ",".join([f"PLAINTEXT://{LOOPBACK}:{self.port}", *extra]),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+            + (f",{protocols}" if protocols else ""),
             "log.dirs": str(self.log_dir),
             "num.partitions": "1",
             "num.network.threads": "2",
@@ -129,6 +150,8 @@ class ApacheKafka:
         if not (self.log_dir / "meta.properties").exists():
             tool = find_main_class(lib_dir, "kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool")
             fmt_args = ["format", f"--cluster-id={_kafka_uuid()}", "-c", str(config)]
+            for credential in self.scram_credentials:
+                fmt_args += ["--add-scram", credential]
             fmt = java_command(lib_dir, tool, fmt_args, heap="256m")
             done = subprocess.run(fmt, capture_output=True, text=True, timeout=120)
             if done.returncode != 0:

@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.cleaner_throughput [--records N] [--key-space K] [--value-bytes B[,B...]]
         [--tombstone-percent P] [--segment-bytes S] [--repeat R] [--only apache|minikafka]
         [--segments-dir DIR] [--profile FILE] [--no-kafka-warmup] [--no-record] [--note TEXT]
+        [--records-per-batch N] [--compression none|lz4[,...]] [--shapes]
 
 Per value size: a deterministic data set (N records over K keys, `--tombstone-percent` of them tombstones) is
 produced with confluent-kafka into a single-partition topic of a real Apache Kafka node (bench/apache_kafka.py)
@@ -16,8 +17,17 @@ measured topics; the fastest round counts. Kafka is stopped, then minikafka's `C
 times in this process, one thread, on the copied segments with the same range (active segment excluded), the
 same 128 MiB dedupe buffer and load factor 0.9; the fastest round counts.
 
-Printed and appended to BENCHMARKS.md: records/s and MB/s per cleaner thread for both, their ratios, and
-offset-map keys per MiB (ours from OffsetMap.capacity, Kafka's 0.9 x 2^20 / 24).
+Batch shape: by default the producer batches as it likes (linger.ms=20, batch.size=1 MB: ~8.5k records of 100 B,
+~950 of 1 KiB). `--records-per-batch N` makes every batch N records (librdkafka batch.num.messages=N, with
+batch.size, message.max.bytes and the topic's max.message.bytes raised to fit, and a linger long enough to fill
+it), and `--compression` sets the producer's codec (the topic keeps it: compression.type=producer). `--shapes`
+runs the issue-14 matrix at a modest size: values 100 B and 1 KiB x batches of 8,000, 200 and 1 record(s) x none
+and lz4 (`--records` records per data set, a fifth of them for 1-record batches; keys = records / 10; segments
+sized to hold two batches, at least 1 MiB).
+
+Printed and appended to BENCHMARKS.md: records/s and MB/s per cleaner thread for both, their ratios, the measured
+records per batch of the segments, and offset-map keys per MiB (ours from OffsetMap.capacity, Kafka's
+0.9 x 2^20 / 24).
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,12 +87,46 @@ class DataSet:
     key_space: int
     value_bytes: int
     tombstone_percent: float
+    records_per_batch: int | None = None  # None: as many as the producer's default batching gives
+    compression: str = "none"
     seed: int = 42
 
     @property
     def label(self) -> str:
+        shape = "" if self.records_per_batch is None else f", {self.records_per_batch:,} rec/batch"
+        codec = "" if self.compression == "none" else f", {self.compression}"
         return (f"{self.records:,} records, {self.key_space:,} keys, {self.value_bytes} B values, "
-                f"{self.tombstone_percent:g}% tombstones")
+                f"{self.tombstone_percent:g}% tombstones{shape}{codec}")
+
+    @property
+    def batch_bytes_estimate(self) -> int:
+        """Upper estimate of one batch's uncompressed size (61 B header; key, value and ~12 B per record)."""
+        return 61 + (self.records_per_batch or 10_000) * (self.value_bytes + 13 + 12)
+
+    def producer_config(self) -> dict[str, Any]:
+        """librdkafka settings that give batches of `records_per_batch` records (or the bench's old default)."""
+        config: dict[str, Any] = {"compression.type": self.compression}
+        if self.records_per_batch is None:
+            return {**config, "linger.ms": 20, "batch.size": 1_000_000}
+        batch_size = max(1_000_000, 2 * self.batch_bytes_estimate)
+        return {**config, "batch.num.messages": self.records_per_batch, "batch.size": batch_size,
+                "message.max.bytes": batch_size + MIB, "linger.ms": 1000 if self.records_per_batch > 1 else 0}
+
+    def stored_bytes_per_record(self) -> float:
+        """Bytes per record in a segment: the first batch built and, for lz4, compressed here (values repeat
+        slices of one random pool, so lz4 shrinks many-record batches 5-17x)."""
+        per_batch = self.records_per_batch or 10_000
+        if self.compression != "lz4":
+            return self.batch_bytes_estimate / per_batch
+        import lz4.frame
+
+        keys, values = replace(self, records=per_batch).generate()
+        raw = b"".join(key + (value or b"") + bytes(12) for key, value in zip(keys, values))
+        return (61 + len(lz4.frame.compress(raw))) / per_batch
+
+    @property
+    def max_message_bytes(self) -> int:
+        return max(2_000_000, int(self.producer_config().get("message.max.bytes", 0)))
 
     def generate(self) -> tuple[list[bytes], list[bytes | None]]:
         rng = random.Random(self.seed)
@@ -186,13 +230,14 @@ def run_apache(data: DataSet, segment_bytes: int, segments_dir: Path, work: Path
         topic_config = {
             "cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1",
             "segment.bytes": str(segment_bytes), "min.cleanable.dirty.ratio": "0.01",
-            "min.compaction.lag.ms": "0", "delete.retention.ms": "86400000", "max.message.bytes": "2000000",
+            "min.compaction.lag.ms": "0", "delete.retention.ms": "86400000",
+            "max.message.bytes": str(data.max_message_bytes),
         }
         admin.create_topics([NewTopic(TOPIC, 1, 1, config=topic_config)])[TOPIC].result(60)
         keys, values = data.generate()
-        producer = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 20, "acks": "1",
-                             "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-                             "enable.idempotence": False, "compression.type": "none"})
+        producer = Producer({"bootstrap.servers": kafka.bootstrap, "acks": "1",
+                             "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False,
+                             **data.producer_config()})
         measured = [TOPIC] + [f"{TOPIC}-{i}" for i in range(2, rounds + 1)]
         topics = measured if no_warmup else [WARMUP_TOPIC, *measured]
         if not no_warmup:
@@ -206,6 +251,9 @@ def run_apache(data: DataSet, segment_bytes: int, segments_dir: Path, work: Path
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         del producer
         partition_dir = kafka.log_dir / f"{TOPIC}-0"
+        if len(list(partition_dir.glob("*.log"))) < 2:
+            raise RuntimeError(f"all of {TOPIC}-0 is in its active segment, which is never cleaned: raise --records "
+                               "or lower --segment-bytes")
         segments_dir.mkdir(parents=True, exist_ok=True)
         for path in sorted(partition_dir.glob("*.log")):
             shutil.copyfile(path, segments_dir / path.name)
@@ -333,15 +381,32 @@ def keys_per_mib() -> tuple[float, float]:
     return float(ours), kafka
 
 
-def table(results: list[tuple[DataSet, CleanRun | None, CleanRun | None]]) -> str:
-    lines = ["| data set | Apache rec/s | Apache MB/s | minikafka rec/s | minikafka MB/s | ratio rec/s | ratio MB/s |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for data, apache, ours in results:
+def batch_shape(segments_dir: Path) -> tuple[float, str]:
+    """Mean records per batch of the `.log` files in `segments_dir` (before cleaning), and their codecs."""
+    batches = records = 0
+    codecs: set[str] = set()
+    for path in sorted(segments_dir.glob("*.log")):
+        for batch in iter_batches(path.read_bytes()):
+            batches += 1
+            records += batch.last_offset - batch.base_offset + 1
+            codecs.add(batch.compression_type.name.lower())
+    return (records / batches if batches else float("nan")), ",".join(sorted(codecs)) or "-"
+
+
+Result = tuple[DataSet, CleanRun | None, CleanRun | None, tuple[float, str]]
+
+
+def table(results: list[Result]) -> str:
+    lines = ["| data set | rec/batch (codec) | Apache rec/s | Apache MB/s | minikafka rec/s | minikafka MB/s "
+             "| ratio rec/s | ratio MB/s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for data, apache, ours, (per_batch, codecs) in results:
         a_rec = apache.records_per_s if apache else None
         a_mb = apache.mb_per_s if apache else None
         o_rec = ours.records_per_s if ours else None
         o_mb = ours.mb_per_s if ours else None
-        lines.append(f"| {data.label} | {_fmt(a_rec, 0)} | {_fmt(a_mb)} | {_fmt(o_rec, 0)} | {_fmt(o_mb)} | "
+        lines.append(f"| {data.label} | {_fmt(per_batch, 1)} ({codecs}) | {_fmt(a_rec, 0)} | {_fmt(a_mb)} | "
+                     f"{_fmt(o_rec, 0)} | {_fmt(o_mb)} | "
                      f"{_ratio(o_rec, a_rec)} | {_ratio(o_mb, a_mb)} |")
     ours_kpm, kafka_kpm = keys_per_mib()
     lines.append("")
@@ -369,13 +434,55 @@ def record(command: str, rendered: str, details: list[str], notes: list[str], re
     BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
 
 
+SHAPE_VALUE_BYTES = (100, 1024)
+SHAPE_RECORDS_PER_BATCH = (8000, 200, 1)
+SHAPE_COMPRESSIONS = ("none", "lz4")
+SHAPE_MIN_SEGMENTS = 6
+
+
+def data_sets(args: argparse.Namespace) -> list[tuple[DataSet, int]]:
+    """(data set, segment.bytes) per run: `--shapes`' matrix, or each `--value-bytes` x `--compression`."""
+    if args.shapes:
+        records = args.records or 100_000
+        combos = [(value, per_batch, codec) for value in SHAPE_VALUE_BYTES for per_batch in SHAPE_RECORDS_PER_BATCH
+                  for codec in SHAPE_COMPRESSIONS]
+    else:
+        records = args.records or 1_000_000
+        combos = [(int(value), args.records_per_batch, codec) for value in args.value_bytes.split(",")
+                  for codec in args.compression.split(",")]
+    sets = []
+    for value_bytes, per_batch, codec in combos:
+        count = records // 5 if args.shapes and per_batch == 1 else records  # one Produce request per record
+        data = DataSet(count, args.key_space or max(1, count // 10), value_bytes, args.tombstone_percent, per_batch,
+                       codec)
+        if args.segment_bytes is not None:
+            segment_bytes = args.segment_bytes
+        elif args.shapes:
+            per_record = data.stored_bytes_per_record()
+            segment_bytes = max(MIB, int(2 * per_record * (per_batch or 1)))
+            # at least SHAPE_MIN_SEGMENTS segments, so the active one (never cleaned) is a small part of the data
+            count = max(count, int(SHAPE_MIN_SEGMENTS * segment_bytes / per_record))
+            data = replace(data, records=count, key_space=args.key_space or max(1, count // 10))
+        else:
+            segment_bytes = max(16 * MIB, 2 * data.batch_bytes_estimate if per_batch else 0)
+        sets.append((data, segment_bytes))
+    return sets
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cleaner_throughput", description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--key-space", type=int, default=100_000)
+    parser.add_argument("--records", type=int, default=None, help="default 1,000,000 (100,000 with --shapes)")
+    parser.add_argument("--key-space", type=int, default=None, help="default records / 10")
     parser.add_argument("--value-bytes", default="100,1024", help="comma-separated value sizes")
     parser.add_argument("--tombstone-percent", type=float, default=5.0)
-    parser.add_argument("--segment-bytes", type=int, default=16 * MIB)
+    parser.add_argument("--segment-bytes", type=int, default=None,
+                        help="topic segment.bytes (default 16 MiB; with --shapes, two batches' worth, >= 1 MiB)")
+    parser.add_argument("--records-per-batch", type=int, default=None,
+                        help="records in every produced batch (default: the producer's own batching)")
+    parser.add_argument("--compression", default="none", help="comma-separated producer codecs: none, lz4, ...")
+    parser.add_argument("--shapes", action="store_true",
+                        help="the issue-14 matrix: 100 B and 1 KiB values x 8,000/200/1 records per batch x none/lz4 "
+                        "(--records defaults to 100,000 here)")
     parser.add_argument("--only", choices=["apache", "minikafka"], default=None)
     parser.add_argument("--segments-dir", type=Path, default=None,
                         help="keep the copied segments here; with --only minikafka, reuse them if present")
@@ -388,26 +495,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", action="append", default=[], help="extra line for BENCHMARKS.md")
     args = parser.parse_args(argv)
     command = "python -m bench.cleaner_throughput " + shlex.join(sys.argv[1:] if argv is None else argv)
-    results: list[tuple[DataSet, CleanRun | None, CleanRun | None]] = []
+    results: list[Result] = []
     details: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cleaner-bench-") as tmp:
-        for value_bytes in (int(v) for v in args.value_bytes.split(",")):
-            data = DataSet(args.records, args.key_space, value_bytes, args.tombstone_percent)
-            print(f"{data.label}", flush=True)
-            work = Path(tmp) / f"v{value_bytes}"
-            segments_dir = (args.segments_dir or work) / f"v{value_bytes}-segments"
+        for data, segment_bytes in data_sets(args):
+            print(f"{data.label}, segment.bytes {segment_bytes:,}", flush=True)
+            slug = f"v{data.value_bytes}" + (f"-b{data.records_per_batch}" if data.records_per_batch else "") + (
+                f"-{data.compression}" if data.compression != "none" else "")
+            work = Path(tmp) / slug
+            segments_dir = (args.segments_dir or work) / f"{slug}-segments"
             have_segments = args.segments_dir is not None and any(segments_dir.glob("*.log"))
             apache = ours = None
             if args.only != "minikafka" or not have_segments:
                 shutil.rmtree(segments_dir, ignore_errors=True)
-                apache = run_apache(data, args.segment_bytes, segments_dir, work / "apache", args.no_kafka_warmup,
+                apache = run_apache(data, segment_bytes, segments_dir, work / "apache", args.no_kafka_warmup,
                                     args.repeat)
                 print(f"  Apache Kafka: {apache.records_per_s:,.0f} rec/s, {apache.mb_per_s:,.1f} MB/s "
                       f"({apache.messages_read:,} messages, {apache.seconds:.2f} s)", flush=True)
                 details += [f"Apache Kafka, {data.label}:", apache.detail, ""]
             if args.only != "apache":
                 for attempt in range(args.repeat):
-                    run = run_minikafka(segments_dir, work / f"minikafka-{attempt}", args.segment_bytes,
+                    run = run_minikafka(segments_dir, work / f"minikafka-{attempt}", segment_bytes,
                                         args.profile)
                     shutil.rmtree(work / f"minikafka-{attempt}", ignore_errors=True)
                     print(f"  minikafka: {run.records_per_s:,.0f} rec/s, {run.mb_per_s:,.1f} MB/s "
@@ -420,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  note: Kafka's fastest round read {apache.messages_read:,} messages, minikafka "
                       f"{ours.messages_read:,} (same records; the measured topics' active segments can start at "
                       "slightly different offsets)", file=sys.stderr)
-            results.append((data, apache, ours))
+            shape = batch_shape(segments_dir)
+            print(f"  segments: {shape[0]:,.1f} records per batch ({shape[1]})", flush=True)
+            results.append((data, apache, ours, shape))
             shutil.rmtree(work / "apache", ignore_errors=True)
     rendered = table(results)
     print(rendered)

@@ -1,10 +1,17 @@
 """Produce/consume throughput of minikafka vs. Apache Kafka, measured side by side with Kafka's own tools.
 
-    .venv/bin/python -m bench.throughput [--quick] [--only apache|minikafka] [--no-record]
+    .venv/bin/python -m bench.throughput [--quick] [--only apache|minikafka] [--scale F] [--compression none,lz4]
+        [--warm-up-records N] [--latency SECONDS] [--no-record]
 
 The load generator is the same for both brokers: org.apache.kafka.tools.ProducerPerformance and
 ConsumerPerformance from the Apache Kafka jars (bench/kafka_jars.py). Matrix: record sizes 1024 and 100 bytes,
-1 and 8 partitions, acks=1 and acks=all. Results are printed as a table and appended to BENCHMARKS.md.
+1 and 8 partitions, acks=1 and acks=all (times each `--compression` codec). Before measuring, each broker gets the
+same warm-up (produce and consume `--warm-up-records` of every record size and codec of the matrix) so Kafka's JIT
+is warm. Next to MB/s each operation reports the broker's CPU-seconds per GB: utime+stime of the broker process
+and all its descendants (minikafka's cleaner workers; Kafka's JVM) from /proc (bench/proc_cpu.py), read before
+and after the operation, divided by the payload moved (records x record bytes / 1e9). `--latency SECONDS` adds the
+end-to-end latency case of bench/e2e_latency.py (1,000 msg/s of 200 B) on each broker. Results are printed as
+tables and appended to BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -18,15 +25,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
+from bench.e2e_latency import LOAD_DESCRIPTION, LatencyResult, LatencySettings, latency_table, measure_latency
 from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 from bench.machine import machine_description
+from bench.proc_cpu import ProcessTreeCpu, cpu_seconds_per_gb
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOOL_HEAP = "512m"
@@ -38,40 +48,53 @@ class Case:
     partitions: int
     acks: str
     num_records: int
+    compression: str = "none"
 
     @property
     def label(self) -> str:
-        return f"{self.record_bytes} B, {self.partitions} part, acks={self.acks}"
+        codec = "" if self.compression == "none" else f", {self.compression}"
+        return f"{self.record_bytes} B, {self.partitions} part, acks={self.acks}{codec}"
+
+    @property
+    def payload_bytes(self) -> int:
+        return self.num_records * self.record_bytes
 
 
 @dataclass(frozen=True)
 class Measurement:
     records_per_s: float
     mb_per_s: float
+    cpu_s_per_gb: float = float("nan")  # broker CPU-seconds per 10^9 payload bytes moved (NaN: not measured)
 
     @staticmethod
     def missing() -> Measurement:
         return Measurement(float("nan"), float("nan"))
 
 
-def matrix(quick: bool, scale: float) -> list[Case]:
+def matrix(quick: bool, scale: float, compressions: tuple[str, ...] = ("none",)) -> list[Case]:
     counts = {1024: int(100_000 * scale), 100: int(400_000 * scale)}
     if quick:
         combos = [(1024, 1, "1"), (1024, 8, "all"), (100, 1, "all")]
-        return [Case(size, parts, acks, counts[size] // 2) for size, parts, acks in combos]
+        return [Case(size, parts, acks, counts[size] // 2, codec)
+                for codec in compressions for size, parts, acks in combos]
     return [
-        Case(size, parts, acks, counts[size])
-        for size in (1024, 100) for parts in (1, 8) for acks in ("1", "all")
+        Case(size, parts, acks, counts[size], codec)
+        for codec in compressions for size in (1024, 100) for parts in (1, 8) for acks in ("1", "all")
     ]
 
 
 _PRODUCER_SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)")
 
 
-def run_producer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> Measurement:
+def run_producer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case,
+                      client_config: Path | None = None) -> Measurement:
+    """`client_config`: a properties file for the client (security.protocol, SASL, SSL), `--command-config`."""
     main = find_main_class(lib_dir, "org.apache.kafka.tools.ProducerPerformance")
     args = ["--topic", topic, "--num-records", str(case.num_records), "--record-size", str(case.record_bytes),
-            "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={case.acks}"]
+            "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={case.acks}",
+            f"compression.type={case.compression}"]
+    if client_config is not None:
+        args += ["--command-config", str(client_config)]
     done = subprocess.run(java_command(lib_dir, main, args, heap=TOOL_HEAP), capture_output=True, text=True,
                           timeout=600)
     matches = _PRODUCER_SUMMARY.findall(done.stdout)
@@ -83,11 +106,14 @@ def run_producer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> 
     return Measurement(float(records_per_s), float(mb_per_s))
 
 
-def run_consumer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> Measurement:
+def run_consumer_perf(lib_dir: Path, bootstrap: str, topic: str, case: Case,
+                      client_config: Path | None = None) -> Measurement:
     """Consume the topic from the start; fetch.MB.sec / fetch.nMsg.sec exclude the group join time."""
     main = find_main_class(lib_dir, "org.apache.kafka.tools.ConsumerPerformance")
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(case.num_records),
             "--timeout", "30000", "--group", f"perf-{topic}"]
+    if client_config is not None:
+        args += ["--command-config", str(client_config)]
     done = subprocess.run(java_command(lib_dir, main, args, heap=TOOL_HEAP), capture_output=True, text=True,
                           timeout=600)
     rows = [line.split(",") for line in done.stdout.splitlines() if line.count(",") >= 9 and line[:1].isdigit()]
@@ -134,12 +160,19 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 @contextmanager
 def minikafka_broker(work_dir: Path) -> Iterator[str]:
-    """`minikafka serve` in a subprocess (its own process group) on a free loopback port."""
+    """`minikafka serve` in a subprocess (its own process group) on a free loopback port; yields its bootstrap."""
+    with minikafka_server(work_dir) as (bootstrap, _pid):
+        yield bootstrap
+
+
+@contextmanager
+def minikafka_server(work_dir: Path) -> Iterator[tuple[str, int]]:
+    """`minikafka serve` in a subprocess (its own process group) on a free loopback port; yields (bootstrap, pid)."""
     port = free_port()
     script = REPO_ROOT / ".venv" / "bin" / "minikafka"
     base = [str(script)] if script.exists() else [sys.executable, "-m", "minikafka.broker"]
     overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
-                 "minikafka.metrics.port=0"]
+                 "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0"]  # as bench/apache_kafka.py
     command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]
     with open(work_dir / "minikafka.log", "ab") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
@@ -157,7 +190,7 @@ def minikafka_broker(work_dir: Path) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise RuntimeError("minikafka did not answer Metadata within 30 s") from None
                 time.sleep(0.2)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", process.pid
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
@@ -170,23 +203,53 @@ def minikafka_broker(work_dir: Path) -> Iterator[str]:
 
 OPS = ("produce", "consume (group)", "consume (assign)")
 Results = dict[str, dict[Case, tuple[Measurement, ...]]]
+IDLE_SECONDS = 5.0
 
 
-def measure(name: str, bootstrap: str, lib_dir: Path, cases: list[Case]) -> dict[Case, tuple[Measurement, ...]]:
+def _with_cpu(pid: int, case: Case, run: Callable[[], Measurement]) -> Measurement:
+    """`run()`'s measurement with the broker tree's CPU-s per GB of `case`'s payload over the same window."""
+    with ProcessTreeCpu(pid) as cpu:
+        measured = run()
+    if measured.mb_per_s != measured.mb_per_s:
+        return measured
+    return replace(measured, cpu_s_per_gb=cpu_seconds_per_gb(cpu.seconds, case.payload_bytes))
+
+
+def warm_up(bootstrap: str, lib_dir: Path, cases: list[Case], records: int) -> None:
+    """Produce and consume `records` of every (record size, codec) of `cases`: the same warm-up for both brokers, so
+    Kafka's JIT has compiled its produce and fetch paths before anything is measured."""
+    shapes = sorted({(case.record_bytes, case.compression) for case in cases})
+    for index, (record_bytes, codec) in enumerate(shapes):
+        topic = f"bench-warm-up-{index}"
+        create_topic(bootstrap, topic, 1)
+        case = Case(record_bytes, 1, "1", records, codec)
+        run_producer_perf(lib_dir, bootstrap, topic, case)
+        run_consumer_perf(lib_dir, bootstrap, topic, case)
+
+
+def idle_cpu_percent(pid: int, seconds: float = IDLE_SECONDS) -> float:
+    """The broker tree's CPU use with no client load (background threads, timers), in % of one core."""
+    with ProcessTreeCpu(pid) as cpu:
+        time.sleep(seconds)
+    return 100.0 * cpu.seconds / seconds
+
+
+def measure(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: list[Case],
+            warm_up_records: int = 50_000) -> dict[Case, tuple[Measurement, ...]]:
+    """Every case on one broker (`pid`: its process, for CPU): produce, consume (group), consume (assign)."""
     results: dict[Case, tuple[Measurement, ...]] = {}
-    # A fresh JVM broker is much slower until the JIT has warmed up; give both brokers the same warm-up.
-    warm_up = Case(1024, 1, "1", 20_000)
-    create_topic(bootstrap, "bench-warm-up", 1)
-    run_producer_perf(lib_dir, bootstrap, "bench-warm-up", warm_up)
+    print(f"[{name}] warm-up: {warm_up_records} records per record size and codec", flush=True)
+    warm_up(bootstrap, lib_dir, cases, warm_up_records)
     for index, case in enumerate(cases):
-        topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}"
+        topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}-{case.compression}"
         print(f"[{name}] {case.label}, {case.num_records} records", flush=True)
         create_topic(bootstrap, topic, case.partitions)
-        produced = run_producer_perf(lib_dir, bootstrap, topic, case)
-        consumed = run_consumer_perf(lib_dir, bootstrap, topic, case)
-        assigned = run_assigned_consume(bootstrap, topic, case)
-        print(f"  produce {produced.mb_per_s:.1f} MB/s, consume {consumed.mb_per_s:.1f} MB/s (group), "
-              f"{assigned.mb_per_s:.1f} MB/s (assign)", flush=True)
+        produced = _with_cpu(pid, case, partial(run_producer_perf, lib_dir, bootstrap, topic, case))
+        consumed = _with_cpu(pid, case, partial(run_consumer_perf, lib_dir, bootstrap, topic, case))
+        assigned = _with_cpu(pid, case, partial(run_assigned_consume, bootstrap, topic, case))
+        print(f"  produce {produced.mb_per_s:.1f} MB/s {produced.cpu_s_per_gb:.2f} CPU-s/GB, "
+              f"consume {consumed.mb_per_s:.1f} MB/s {consumed.cpu_s_per_gb:.2f} CPU-s/GB (group), "
+              f"{assigned.mb_per_s:.1f} MB/s {assigned.cpu_s_per_gb:.2f} CPU-s/GB (assign)", flush=True)
         results[case] = (produced, consumed, assigned)
     return results
 
@@ -200,8 +263,10 @@ def _ratio(ours: float, theirs: float) -> str:
 
 
 def table(results: Results, cases: list[Case]) -> str:
-    lines = ["| case | op | Apache Kafka MB/s | Apache rec/s | minikafka MB/s | minikafka rec/s | ratio |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    """ratio = minikafka MB/s / Kafka's; CPU ratio = minikafka CPU-s/GB / Kafka's (the issue's goal: <= 0.8x)."""
+    lines = ["| case | op | Apache Kafka MB/s | Apache rec/s | minikafka MB/s | minikafka rec/s | ratio "
+             "| Apache CPU-s/GB | minikafka CPU-s/GB | CPU ratio |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     missing = tuple(Measurement.missing() for _ in OPS)
     for case in cases:
         apache = results.get("apache", {}).get(case, missing)
@@ -209,8 +274,23 @@ def table(results: Results, cases: list[Case]) -> str:
         for slot, op in enumerate(OPS):
             a, m = apache[slot], ours[slot]
             lines.append(f"| {case.label} | {op} | {_fmt(a.mb_per_s)} | {_fmt(a.records_per_s, 0)} | "
-                         f"{_fmt(m.mb_per_s)} | {_fmt(m.records_per_s, 0)} | {_ratio(m.mb_per_s, a.mb_per_s)} |")
+                         f"{_fmt(m.mb_per_s)} | {_fmt(m.records_per_s, 0)} | {_ratio(m.mb_per_s, a.mb_per_s)} | "
+                         f"{_fmt(a.cpu_s_per_gb, 2)} | {_fmt(m.cpu_s_per_gb, 2)} | "
+                         f"{_ratio(m.cpu_s_per_gb, a.cpu_s_per_gb)} |")
     return "\n".join(lines)
+
+
+def measure_broker(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: list[Case], args: argparse.Namespace,
+                   results: Results, latencies: dict[str, LatencyResult], notes: list[str]) -> None:
+    """Throughput cases (unless `--latency-only`), the broker's idle CPU, then the latency case if asked for."""
+    if not args.latency_only:
+        results[name] = measure(name, bootstrap, pid, lib_dir, cases, args.warm_up_records)
+    notes.append(f"{name} idle CPU over {IDLE_SECONDS:g} s after the throughput cases: "
+                 f"{idle_cpu_percent(pid):.1f}% of a core (counted in its CPU-s/GB: every window includes the "
+                 "client JVM's start-up)")
+    if args.latency:
+        print(f"[{name}] end-to-end latency, {args.latency:g} s", flush=True)
+        latencies[name] = measure_latency(bootstrap, pid, LatencySettings(seconds=args.latency), "bench-e2e-latency")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,35 +298,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 cases at half the records")
     parser.add_argument("--only", choices=["apache", "minikafka"], default=None)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts")
+    parser.add_argument("--compression", default="none",
+                        help="comma-separated producer codecs (none,lz4,...); the matrix runs once per codec")
+    parser.add_argument("--warm-up-records", type=int, default=50_000,
+                        help="records produced and consumed per record size and codec before measuring")
+    parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
+                        help="also run the end-to-end latency case (1,000 msg/s of 200 B) for SECONDS per broker")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency case (needs --latency)")
     parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     args = parser.parse_args(argv)
+    if args.latency_only and not args.latency:
+        parser.error("--latency-only needs --latency SECONDS")
     command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in (argv or sys.argv[1:]))
-    cases = matrix(args.quick, args.scale)
+    cases = [] if args.latency_only else matrix(args.quick, args.scale, tuple(args.compression.split(",")))
     lib_dir = ensure_kafka_jars()
     results: Results = {}
-    notes: list[str] = []
+    latencies: dict[str, LatencyResult] = {}
+    notes: list[str] = [f"load average {os.getloadavg()[0]:.1f} at the start (the 2 cores are shared)"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-") as work:
         if args.only in (None, "minikafka"):
             (Path(work) / "mk").mkdir()
             try:
-                with minikafka_broker(Path(work) / "mk") as bootstrap:
-                    results["minikafka"] = measure("minikafka", bootstrap, lib_dir, cases)
+                with minikafka_server(Path(work) / "mk") as (bootstrap, pid):
+                    measure_broker("minikafka", bootstrap, pid, lib_dir, cases, args, results, latencies, notes)
             except RuntimeError as exc:
                 notes.append(f"minikafka not measured: {str(exc).splitlines()[0]}")
                 print(f"minikafka could not be measured: {exc}", file=sys.stderr)
         if args.only in (None, "apache"):
             with ApacheKafka(Path(work) / "apache", lib_dir=lib_dir) as kafka:
-                results["apache"] = measure("apache", kafka.bootstrap, lib_dir, cases)
+                assert kafka.process is not None
+                measure_broker("apache", kafka.bootstrap, kafka.process.pid, lib_dir, cases, args, results,
+                               latencies, notes)
     elapsed_s = time.monotonic() - started
-    rendered = table(results, cases)
+    notes.append(f"load average {os.getloadavg()[0]:.1f} at the end")
+    rendered = "" if args.latency_only else table(results, cases)
+    if latencies:
+        rendered = (rendered + "\n\n" if rendered else "") + latency_table(LatencySettings(seconds=args.latency),
+                                                                          latencies)
     print(rendered)
+    print("\n".join(f"note: {note}" for note in notes))
     if not args.no_record:
-        record(command, rendered, notes, elapsed_s)
+        record(command, rendered, notes, elapsed_s, with_latency=bool(latencies))
     return 0
 
 
-def record(command: str, rendered: str, notes: list[str], elapsed_s: float) -> None:
+def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with_latency: bool = False) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = [
         f"\n## {stamp}\n",
@@ -254,7 +351,9 @@ def record(command: str, rendered: str, notes: list[str], elapsed_s: float) -> N
         f"- machine: {machine_description()}",
         f"- Apache Kafka {KAFKA_VERSION} (single KRaft node, -Xmx512m); load generator: Kafka's "
         "ProducerPerformance; consume (group) = ConsumerPerformance fetch MB/s (group join excluded); "
-        "consume (assign) = confluent-kafka assign() from offset 0, no group",
+        "consume (assign) = confluent-kafka assign() from offset 0, no group; CPU-s/GB = broker process tree's "
+        "utime+stime (/proc) over the operation / (records x record bytes / 1e9), after the same warm-up on both",
+        *([f"- latency {LOAD_DESCRIPTION}"] if with_latency else []),
         f"- wall time: {elapsed_s:.0f} s",
         *[f"- note: {note}" for note in notes],
         "",

@@ -17,8 +17,10 @@ from typing import Any
 
 from minikafka.broker.connection_quotas import parse_ip_overrides
 from minikafka.broker.groups.config import GROUP_CONFIG_DEF, GroupConfig
+from minikafka.broker.groups.consumer_group_config import CONSUMER_GROUP_CONFIG_DEF
 from minikafka.broker.listeners import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners
 from minikafka.broker.network import NetworkLimits
+from minikafka.broker.quotas.quota_managers import QUOTA_CONFIG_DEF
 from minikafka.broker.security.authorizer_config import AUTHORIZER_CONFIG_DEF, AuthorizerConfig
 from minikafka.broker.security.sasl_config import SASL_CONFIG_DEF
 from minikafka.broker.security.ssl_factory import SSL_CONFIG_DEF, SslConfig
@@ -115,7 +117,7 @@ BROKER_CONFIG_DEF = ConfigDef(
 #: Tables whose keys the broker knows (others are warned about); the SASL and ACL tables join here.
 _CONFIG_TABLES: tuple[ConfigDef, ...] = (
     BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, TRANSACTION_CONFIG_DEF, CLEANER_CONFIG_DEF, SSL_CONFIG_DEF, SASL_CONFIG_DEF,
-    AUTHORIZER_CONFIG_DEF, LOG_DIR_CONFIG_DEF)
+    AUTHORIZER_CONFIG_DEF, LOG_DIR_CONFIG_DEF, QUOTA_CONFIG_DEF, CONSUMER_GROUP_CONFIG_DEF)
 
 _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
     "log.retention.minutes",
@@ -140,6 +142,7 @@ class KafkaConfig:
         self.authorizer = AuthorizerConfig.from_props(self.props)
         SASL_CONFIG_DEF.parse(self.props)  # per-listener SASL settings are checked when the listeners start
         LOG_DIR_CONFIG_DEF.parse(self.props)
+        QUOTA_CONFIG_DEF.parse(self.props)
         for name in self.props:
             known = any(name in table for table in _CONFIG_TABLES)
             # listener.name.<listener>.<key> overrides a key for one listener (its SASL keys carry a mechanism too)

@@ -11,6 +11,7 @@ from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
@@ -32,6 +33,8 @@ class BrokerContext:
     authorizer: StandardAuthorizer | None = None
     #: SCRAM credentials (AlterUserScramCredentials, SCRAM authentication); in memory unless loaded from a log dir.
     scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
+    #: Client quotas (Describe/AlterClientQuotas, KIP-219 throttling); in memory unless loaded from a log dir.
+    quotas: QuotaManagers = field(default_factory=QuotaManagers)
 
     @staticmethod
     def authorizer_for(config: KafkaConfig) -> StandardAuthorizer | None:

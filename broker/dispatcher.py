@@ -16,9 +16,12 @@ from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -27,6 +30,7 @@ from minikafka.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -59,9 +63,11 @@ from minikafka.broker.handlers import (
 )
 from minikafka.broker.metrics import BrokerMetrics
 from minikafka.broker.network import CloseConnection
+from minikafka.broker.quotas.request_throttling import HandlerTimer, record_network_time, throttle
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from minikafka.protocol.connection import RequestReceived, ServerConnection
+from minikafka.protocol.response_frame import ResponseFrame
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +116,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate.handle,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.handle,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas.handle,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
 }
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)
@@ -123,16 +133,22 @@ class Dispatcher:
         self.ctx = ctx
         self.metrics = metrics
 
-    async def __call__(self, event: RequestReceived, session: Session) -> bytes | None:
+    async def __call__(self, event: RequestReceived, session: Session) -> ResponseFrame | None:
         started = time.perf_counter()
+        handler = HandlerTimer(HANDLERS[event.api_key](self.ctx, event, session))  # request-quota time
         try:
-            response = await HANDLERS[event.api_key](self.ctx, event, session)
+            response = await handler
         except CloseConnection:
             raise
         except Exception as exc:
             log.exception("%s v%d handler failed", event.api_key.name, event.api_version)
             raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from exc
-        frame = None if response is None else ServerConnection.encode_response(event, response)
+        encoding_started = time.perf_counter_ns()
+        frame = None if response is None else ServerConnection.encode_response_frame(event, response)
+        quotas = self.ctx.quotas
+        if quotas.quotas_enabled:  # client quotas (KIP-219): throttle_time_ms in the response, the connection muted
+            record_network_time(quotas, event, session, time.perf_counter_ns() - encoding_started)
+            frame = throttle(quotas, event, session, response, frame, handler.busy_ns)
         self.metrics.observe_request(_request_name(event.api_key), time.perf_counter() - started)
         if event.api_key is ApiKey.PRODUCE:
             self.metrics.bytes_in.inc(event.size_bytes)

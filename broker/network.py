@@ -26,12 +26,17 @@ bounded by
 however clients behave; a client that trickles a frame holds at most its reservation, and one below
 SMALL_FRAME_BYTES needs no reservation, so small requests (Metadata, Fetch, small Produce) are served even while
 large ones wait for the pool.
+
+Client quotas (KIP-219): a request that pushes its client over a quota is answered at once with throttle_time_ms,
+and the dispatcher calls `throttle_connection`, which mutes that connection: nothing more is read from it until
+the throttle time has passed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import functools
 import logging
@@ -48,6 +53,7 @@ from minikafka.broker.security.principal_mapping import NoMatchingRule, SslPrinc
 from minikafka.broker.session import ANONYMOUS, KafkaPrincipal, Session
 from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
 from minikafka.protocol.errors import InvalidConfigError, ProtocolError
+from minikafka.protocol.response_frame import BufferedFrame, ResponseFrame
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +66,16 @@ SMALL_FRAME_BYTES = 64 * 1024
 SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 #: Handles one request of a session; returns the response frame, or None when no response is sent (acks=0 Produce).
-RequestDispatcher = Callable[[RequestReceived, Session], Awaitable[bytes | None]]
+RequestDispatcher = Callable[[RequestReceived, Session], Awaitable[ResponseFrame | None]]
+
+
+def write_frame(writer: asyncio.StreamWriter, frame: ResponseFrame) -> None:
+    """Queue one response frame; a `BufferedFrame`'s buffers go to `writelines`, which uvloop's socket and TLS
+    transports write without joining them (a Fetch response's record data is never copied in Python)."""
+    if isinstance(frame, BufferedFrame):
+        writer.writelines(frame.buffers)
+    else:
+        writer.write(frame)
 
 
 class CloseConnection(Exception):
@@ -107,6 +122,8 @@ class SaslAuthenticatorLike(Protocol):
 class SaslMechanismsLike(Protocol):
     """The part of `sasl_authenticator.SaslMechanisms` the network layer uses."""
 
+    def failed_authentication_delay_s(self) -> float: ...
+
     def authenticator(self, session: Session, connections_max_reauth_ms: int) -> SaslAuthenticatorLike: ...
 
     def max_receive_size_bytes(self, listener_name: str) -> int: ...
@@ -117,13 +134,26 @@ class SaslMechanismsLike(Protocol):
 class _Client:
     """One live connection's task, peer address and last I/O time."""
 
-    __slots__ = ("busy", "ip", "last_io_s", "task")
+    __slots__ = ("busy", "ip", "last_io_s", "muted_until_s", "task")
 
     def __init__(self, ip: str, task: asyncio.Task[None]) -> None:
         self.ip = ip
         self.task = task
         self.last_io_s = time.monotonic()
         self.busy = False  # a request is being handled (a long-polling Fetch, a JoinGroup): never idle
+        self.muted_until_s = 0.0  # KIP-219: throttled by a client quota, nothing is read before this time
+
+
+#: The connection whose request is being handled (each connection's task sets it): `throttle_connection` mutes it.
+_CURRENT_CLIENT: contextvars.ContextVar[_Client | None] = contextvars.ContextVar("minikafka_client", default=None)
+
+
+def throttle_connection(throttle_ms: int) -> None:
+    """KIP-219: mute the connection of the request being handled for `throttle_ms` from now. Its response still
+    goes out at once; the next request is read from it once the time has passed. No-op outside a connection."""
+    client = _CURRENT_CLIENT.get()
+    if client is not None and throttle_ms > 0:
+        client.muted_until_s = max(client.muted_until_s, time.monotonic() + throttle_ms / 1000.0)
 
 
 class SocketServer:
@@ -212,6 +242,7 @@ class SocketServer:
             writer.close()
             return
         client = self._clients[task] = _Client(ip, task)
+        _CURRENT_CLIENT.set(client)  # this task's context only
         try:
             session = Session(self._principal(listener, writer), ip, listener.endpoint.listener_name,
                               listener.endpoint.security_protocol)
@@ -280,7 +311,7 @@ class SocketServer:
                         else:
                             frame = await self._sasl_request(event, authenticator, connection, writer)
                         if frame is not None:
-                            writer.write(frame)
+                            write_frame(writer, frame)
                     finally:
                         client.busy = False
                         client.last_io_s = time.monotonic()
@@ -291,18 +322,19 @@ class SocketServer:
                         reserved_bytes = 0
                     if self._stopping:
                         break
+                    await self._wait_unmuted(writer, client)
                     reserved_bytes = await self._reserve(writer, connection)
                 await writer.drain()
                 client.last_io_s = time.monotonic()
         finally:
             self.memory_pool.release(reserved_bytes)
 
-    async def _dispatch_request(self, event: RequestReceived, session: Session) -> bytes | None:
+    async def _dispatch_request(self, event: RequestReceived, session: Session) -> ResponseFrame | None:
         assert self._dispatch is not None
         return await self._dispatch(event, session)
 
     async def _sasl_request(self, event: RequestReceived, authenticator: SaslAuthenticatorLike,
-                            connection: ServerConnection, writer: asyncio.StreamWriter) -> bytes | None:
+                            connection: ServerConnection, writer: asyncio.StreamWriter) -> ResponseFrame | None:
         """One request on a SASL listener, routed by its authenticator (the contract in the module docstring)."""
         route = authenticator.route(event).value
         if route == "close":
@@ -311,8 +343,10 @@ class SocketServer:
             reply = authenticator.handle(event)
             frame = ServerConnection.encode_response(event, reply.response)
             if reply.close_after:
-                writer.write(frame)
+                write_frame(writer, frame)
                 await writer.drain()
+                assert self._sasl_mechanisms is not None
+                await asyncio.sleep(self._sasl_mechanisms.failed_authentication_delay_s())  # as Kafka, delay the close
                 raise CloseConnection("SASL authentication failed")
             if authenticator.authenticated:
                 connection.max_request_bytes = self.limits.max_request_bytes
@@ -320,6 +354,20 @@ class SocketServer:
         if authenticator.session_expired(time.monotonic()):
             raise CloseConnection("SASL session expired (connections.max.reauth.ms) without re-authentication")
         return await self._dispatch_request(event, authenticator.session)
+
+    @staticmethod
+    async def _wait_unmuted(writer: asyncio.StreamWriter, client: _Client) -> None:
+        """KIP-219: once a throttled connection's response is out, read nothing more from it (pipelined requests
+        included) until its throttle time has passed; the idle reaper leaves it alone meanwhile."""
+        if client.muted_until_s <= time.monotonic():
+            return
+        client.busy = True
+        try:
+            await writer.drain()
+            await asyncio.sleep(max(client.muted_until_s - time.monotonic(), 0.0))
+        finally:
+            client.busy = False
+            client.last_io_s = time.monotonic()
 
     async def _reserve(self, writer: asyncio.StreamWriter, connection: ServerConnection) -> int:
         """Reserve the next frame's size if it is large, with the socket muted while the pool is short; returns

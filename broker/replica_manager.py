@@ -39,7 +39,8 @@ class PartitionRead:
     """What one partition contributes to a Fetch response."""
 
     error: KafkaError | None
-    records: bytes
+    #: whole batches as read from the segment (a memoryview when the read ended inside a batch): never copied
+    records: bytes | memoryview
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
@@ -136,7 +137,7 @@ class ReplicaManager:
                 last_stable = log.last_stable_offset
                 limit = min(request.partition_max_bytes, remaining)
                 read_committed = isolation_level != READ_UNCOMMITTED
-                records = b""
+                records: bytes | memoryview = b""
                 aborted: list[tuple[int, int]] | None = [] if read_committed else None
                 if limit > 0 or total == 0:
                     data = log.read(
@@ -146,7 +147,7 @@ class ReplicaManager:
                         min_one_message=total == 0,
                         include_aborted_transactions=read_committed,
                     )
-                    records = bytes(data.records)
+                    records = data.records
                     if data.aborted_transactions is not None:
                         aborted = [(txn.producer_id, txn.first_offset) for txn in data.aborted_transactions]
                 results[key] = PartitionRead(None, records, high_watermark, last_stable, log.log_start_offset,

@@ -31,6 +31,7 @@ from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import LoopScheduler
 from minikafka.broker.metrics import BrokerMetrics
 from minikafka.broker.network import Listener, SocketServer
+from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
@@ -60,6 +61,7 @@ class KafkaServer:
         self.clock = clock or SystemClock()
         self.log_manager = LogManager(config.log_dir, config.props, self.clock)
         self.scram_credentials = ScramCredentialStore.load(config.log_dir)
+        self.quotas = QuotaManagers.for_broker(config.props, config.log_dir)  # client quotas from the log dir
         self.metrics = BrokerMetrics(self.log_manager.all_logs)
         self.metrics.register_log_manager(self.log_manager)
         self.replica_manager = ReplicaManager(self.log_manager, self.metrics.no_key_compacted_topic_records.inc)
@@ -125,6 +127,7 @@ class KafkaServer:
             fetch_manager=self.fetch_manager,
             authorizer=authorizer,
             scram_credentials=self.scram_credentials,
+            quotas=self.quotas,
         )
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))

@@ -6,7 +6,8 @@ larger than `socket.request.max.bytes`, a negative or truncated-header frame, an
 unsupported version of any API but ApiVersions, Produce v0-2, or a body that does not decode. The only
 answer to a ProtocolError is closing this one connection, as Kafka does.
 
-`encode_response()` turns a response object into the frame to write. Ordering is the caller's job: Kafka
+`encode_response()` turns a response object into the frame to write (`encode_response_frame()`: a Fetch response
+as a `BufferedFrame` that shares its record data). Ordering is the caller's job: Kafka
 answers one request at a time per connection, and so does the broker's network layer.
 
 Not thread-safe; one instance per connection, used from one task.
@@ -21,7 +22,9 @@ from typing import Any
 
 from minikafka.protocol.api_keys import ApiKey, is_accepted
 from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.fetch_response import FetchResponse
 from minikafka.protocol.messages import decode_request, encode_response, is_flexible
+from minikafka.protocol.response_frame import ResponseFrame
 
 #: Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
@@ -145,6 +148,13 @@ class ServerConnection:
     @staticmethod
     def encode_response(event: RequestReceived, response: Any) -> bytes:
         """The size-prefixed frame answering `event` (header v0 or v1 as the API version requires)."""
+        return encode_response(response, event.correlation_id)
+
+    @staticmethod
+    def encode_response_frame(event: RequestReceived, response: Any) -> ResponseFrame:
+        """As `encode_response`, but a Fetch response comes back as buffers that share its record data."""
+        if isinstance(response, FetchResponse):
+            return response.encode_frame(event.correlation_id)
         return encode_response(response, event.correlation_id)
 
 

@@ -8,6 +8,7 @@ Stateless and thread-safe.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from kafka.protocol.admin.acl import (
@@ -17,6 +18,12 @@ from kafka.protocol.admin.acl import (
     DeleteAclsResponse,
     DescribeAclsRequest,
     DescribeAclsResponse,
+)
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
 )
 from kafka.protocol.admin.cluster import (
     DescribeClusterRequest,
@@ -115,6 +122,13 @@ from kafka.protocol.sasl import (
 
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.fetch_response import FetchResponse as EncodedFetchResponse
+from minikafka.protocol.schemas import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 __all__ = [
     "REQUEST_CLASSES",
@@ -168,7 +182,14 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    ApiKey.ALTER_CLIENT_QUOTAS: (AlterClientQuotasRequest, AlterClientQuotasResponse),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
 }
+_GENERIC_ENCODE_HEADER = ApiMessage.encode_header
+_FRAME_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id
+_FRAME_HEADER_V1 = struct.Struct(">iiB")  # frame size, correlation id, no tagged fields
 REQUEST_CLASSES: dict[ApiKey, Any] = {key: pair[0] for key, pair in _PAIRS.items()}
 RESPONSE_CLASSES: dict[ApiKey, Any] = {key: pair[1] for key, pair in _PAIRS.items()}
 
@@ -194,6 +215,15 @@ def response_class(api_key: ApiKey, api_version: int) -> Any:
 
 
 def encode_response(response: Any, correlation_id: int) -> bytes:
-    """Encode `response` (a versioned kafka-python response object) with its header, size-prefixed."""
+    """Encode `response` (a versioned kafka-python response object, or the hand-written `FetchResponse`) with
+    its header, size-prefixed."""
+    if isinstance(response, EncodedFetchResponse):
+        return response.to_bytes(correlation_id)
+    if type(response).encode_header is _GENERIC_ENCODE_HEADER:  # not ApiVersions' (always header v0)
+        # kafka-python's generic header encoder costs as much as a small body: write the header by hand.
+        body = response.encode()
+        if response.flexible_version_q(response.API_VERSION):
+            return _FRAME_HEADER_V1.pack(len(body) + 5, correlation_id, 0) + body
+        return _FRAME_HEADER_V0.pack(len(body) + 4, correlation_id) + body
     response.with_header(correlation_id=correlation_id)
     return bytes(response.encode(header=True, framed=True))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from minikafka.storage.file_records import FileRecords
 from minikafka.storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
 from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction, TransactionIndex
+
+_BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, 8 bytes into its header
 
 logger = logging.getLogger(__name__)
 
@@ -253,6 +256,11 @@ class LogSegment:
     # ------------------------------------------------------------------- read
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, int] | None:
         """(position, base offset) of the first batch whose last offset >= offset, or None."""
+        found = self._find_batch(offset, start_position)
+        return None if found is None else (found[0], found[1])
+
+    def _find_batch(self, offset: int, start_position: int = 0) -> tuple[int, int, int] | None:
+        """(position, base offset, size in bytes) of the first batch whose last offset >= offset, or None."""
         _, position = self.offset_index.lookup(offset)
         position = max(position, start_position)
         while True:
@@ -261,37 +269,34 @@ class LogSegment:
                 return None
             base_offset, size, last_offset = header
             if last_offset >= offset:
-                return position, base_offset
+                return position, base_offset, size
             position += size
 
     def read(
         self, start_offset: int, max_bytes: int, max_position: int | None = None, min_one_message: bool = True
-    ) -> bytes:
+    ) -> bytes | memoryview:
         """Whole batches from the one containing `start_offset`, up to `max_bytes` (at least one batch if
-        `min_one_message`), never past `max_position` (a batch boundary)."""
-        found = self.translate_offset(start_offset)
+        `min_one_message`), never past `max_position` (a batch boundary). The bytes are read from the file once:
+        when the read ends inside a batch, the result is a memoryview of its whole batches, not a copy."""
+        found = self._find_batch(start_offset)
         if found is None:
             return b""
-        start_position = found[0]
+        start_position, _, first_size = found
         limit = self.log.size_bytes if max_position is None else min(max_position, self.log.size_bytes)
-        if start_position >= limit:
+        if start_position + first_size > limit:
             return b""
-        data = self.log.read(start_position, min(max(max_bytes, 0), limit - start_position))
+        if first_size > max_bytes:  # the first batch alone is over the limit: all of it, or nothing
+            return self.log.read(start_position, first_size) if min_one_message else b""
+        data = self.log.read(start_position, min(max_bytes, limit - start_position))
         end = 0
-        view = memoryview(data)
-        while end + LOG_OVERHEAD <= len(data):
-            size = int.from_bytes(view[end + 8 : end + 12], "big", signed=True) + LOG_OVERHEAD
-            if end + size > len(data):
+        size = len(data)
+        unpack_length = _BATCH_LENGTH.unpack_from
+        while end + LOG_OVERHEAD <= size:
+            next_end = end + unpack_length(data, end + 8)[0] + LOG_OVERHEAD
+            if next_end > size:
                 break
-            end += size
-        if end == 0:
-            if not min_one_message:
-                return b""
-            header = self.log.header_at(start_position)
-            if header is None or start_position + header[1] > limit:
-                return b""
-            return self.log.read(start_position, header[1])
-        return data[:end]
+            end = next_end
+        return data if end == size else memoryview(data)[:end]
 
     def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at/after `starting_offset` with timestamp >= target."""

@@ -67,7 +67,8 @@ class LogAppendInfo:
 
 @dataclass
 class FetchDataInfo:
-    records: bytes
+    #: whole batches; a memoryview when the read ended inside a batch (the bytes read once from the file)
+    records: bytes | memoryview
     high_watermark: int
     log_start_offset: int
     #: aborted transactions overlapping the returned records (read_committed reads only)
@@ -95,7 +96,7 @@ def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Itera
         raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
 
 
-def _last_offset(data: bytes) -> int:
+def _last_offset(data: bytes | memoryview) -> int:
     """Last offset of the last whole batch in `data` (whole batches only)."""
     position, last = 0, -1
     while position + 12 <= len(data):
@@ -405,7 +406,7 @@ class UnifiedLog:
                     f"Received request for offset {start_offset} for partition {self.topic_partition}, but we "
                     f"only have log segments in the range {self.log_start_offset} to {end_offset}.")
             limit_offset = end_offset if max_offset is None else min(max_offset, end_offset)
-            chunks: list[bytes] = []
+            chunks: list[bytes | memoryview] = []
             remaining = max_bytes
             index = max(0, bisect.bisect_right([s.base_offset for s in self._segments], start_offset) - 1)
             offset = start_offset
@@ -429,7 +430,7 @@ class UnifiedLog:
                 if not segment.is_empty and read_to_offset < min(segment.next_offset, limit_offset):
                     break
                 offset = max(offset, segment.next_offset)
-            records = b"".join(chunks)
+            records = chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one segment's read is not copied
             aborted = None
             if include_aborted_transactions:
                 aborted = collect_aborted_transactions(self._segments, start_offset, _last_offset(records) + 1) \

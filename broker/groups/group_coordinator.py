@@ -15,6 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
+from minikafka.broker.groups.consumer_group_coordinator import (
+    ConsumerGroupCoordinator,
+    ReplicaTopicImage,
+    StaticTopicImage,
+)
 from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.group_offsets import GroupOffsets
@@ -58,6 +64,8 @@ class GroupCoordinator:
         self._retention_timer: Cancellable | None = None
         self.rebalancer = GroupRebalancer(self)
         self.offsets = GroupOffsets(self)
+        #: KIP-848 consumer groups; `for_broker` gives it the broker's topics and `group.consumer.*` settings.
+        self.consumer = ConsumerGroupCoordinator(self, ConsumerGroupConfig(), StaticTopicImage())
 
     @classmethod
     def for_broker(
@@ -66,7 +74,10 @@ class GroupCoordinator:
         """The broker's coordinator: `__consumer_offsets` in its own logs, timers on the running loop."""
         config = GroupConfig.from_props(props)
         manager = GroupMetadataManager(config, ReplicaOffsetsTopic(replica_manager, admin), clock)
-        return cls(config, manager, LoopScheduler(), clock)
+        coordinator = cls(config, manager, LoopScheduler(), clock)
+        coordinator.consumer = ConsumerGroupCoordinator(
+            coordinator, ConsumerGroupConfig.from_props(props), ReplicaTopicImage(replica_manager))
+        return coordinator
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -81,6 +92,7 @@ class GroupCoordinator:
         for group in self.manager.groups.values():
             for member in group.members.values():
                 self.rebalancer.schedule_heartbeat(group, member)
+        self.consumer.on_loaded()
         self._schedule_retention()
 
     def _schedule_retention(self) -> None:
@@ -99,6 +111,7 @@ class GroupCoordinator:
         if self._retention_timer is not None:
             self._retention_timer.cancel()
         self.rebalancer.cancel_all()
+        self.consumer.cancel_all()
         for group in self.manager.groups.values():
             for member in group.members.values():
                 if member.join_callback is not None:
@@ -133,6 +146,17 @@ class GroupCoordinator:
             callback(JoinGroupResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
             return
         is_unknown_member = member_id == ""
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            # No mixed groups here (Kafka 4 lets classic members join a consumer group): a non-empty consumer
+            # group refuses classic members; an empty one becomes a classic group (downgrade).
+            if consumer_group.members or self.consumer.config.migration_policy not in ("downgrade", "bidirectional"):
+                callback(JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+                return
+            error = self.consumer.delete(consumer_group)
+            if error is not ErrorCode.NONE:
+                callback(JoinGroupResult(error, member_id))
+                return
         group = self.manager.get_group(group_id)
         if group is None:
             if not is_unknown_member:

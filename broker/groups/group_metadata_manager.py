@@ -11,6 +11,8 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.consumer_group import ConsumerGroup
+from minikafka.broker.groups.consumer_group_records import replay as replay_consumer_group_record
 from minikafka.broker.groups.coordinator_partitions import CoordinatorPartitions
 from minikafka.broker.groups.coordinator_records import (
     GroupMetadataKey,
@@ -55,6 +57,8 @@ class GroupMetadataManager(CoordinatorPartitions):
         super().__init__(topic, clock, config.offsets_topic_num_partitions, config.offsets_topic_segment_bytes)
         self.config = config
         self.groups: dict[str, GroupMetadata] = {}
+        #: KIP-848 consumer groups (their committed offsets stay in `groups`, in a shell without members).
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.pending_txn_offsets = PendingTxnOffsets()
 
     # -- cache -------------------------------------------------------------------------------------------
@@ -163,6 +167,9 @@ class GroupMetadataManager(CoordinatorPartitions):
         """KIP-211: a consumer group's offsets expire `retention` after it became Empty (never while a
         member subscribes to the topic); a simple group's, `retention` after their commit."""
         retention_ms = self.config.offsets_retention_ms
+        consumer_group = self.consumer_groups.get(group.group_id)
+        if consumer_group is not None and consumer_group.members:
+            return []  # a consumer group's offsets start expiring once it has no members
 
         def expired(value: OffsetAndMetadata, base_ms: int) -> bool:
             if value.expire_timestamp_ms >= 0:
@@ -233,6 +240,8 @@ class GroupMetadataManager(CoordinatorPartitions):
                     elif isinstance(key, GroupMetadataKey):
                         value = None if record.value is None else decode_group_metadata_value(record.value)
                         metadata[key.group] = value
+                    elif key is None:
+                        replay_consumer_group_record(self.consumer_groups, record.key, record.value)
                 except (ValueError, UnicodeDecodeError):
                     log.warning("skipping an undecodable record in __consumer_offsets-%d", partition)
         for producer_id, txn_offsets in pending.items():

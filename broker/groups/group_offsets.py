@@ -63,10 +63,18 @@ class GroupOffsets:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Mapping[TopicPartition, CommitRequest],
+        api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode]:
         error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:  # KIP-848: generation_id_or_member_epoch is the member epoch
+            error = self.coordinator.consumer.validate_offset_commit(consumer_group, member_id, generation_id,
+                                                                     api_version)
+            if error is not ErrorCode.NONE:
+                return {tp: error for tp in offsets}
+            return self._store(self._shell(group_id), offsets)
         group = self.manager.get_group(group_id)
         if group is None:
             if generation_id >= 0:
@@ -75,13 +83,23 @@ class GroupOffsets:
         error = self._validate_commit(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
+        results = self._store(group, offsets)
+        if group.generation_id >= 0 and group.has(member_id):
+            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
+        return results
+
+    def _shell(self, group_id: str) -> GroupMetadata:
+        """The classic cache entry holding a consumer group's committed offsets (Empty, no members)."""
+        return self.manager.get_group(group_id) or self.manager.add_group(
+            GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+
+    def _store(self, group: GroupMetadata, offsets: Mapping[TopicPartition, CommitRequest]
+               ) -> dict[TopicPartition, ErrorCode]:
         results: dict[TopicPartition, ErrorCode] = {}
         accepted = self._accept(offsets, results)
         store_error = self.manager.store_offsets(group, accepted)
         for tp in accepted:
             results[tp] = store_error
-        if group.generation_id >= 0 and group.has(member_id):
-            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
         return {tp: results[tp] for tp in offsets}
 
     def _accept(
@@ -117,7 +135,14 @@ class GroupOffsets:
             GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
         if group.is_(GroupState.DEAD):
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets}
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None and (generation_id >= 0 or member_id):
+            error = self.coordinator.consumer.validate_offset_commit(
+                consumer_group, member_id, generation_id, 9, transactional=True)
+            if error is not ErrorCode.NONE:
+                error = ErrorCode.ILLEGAL_GENERATION if error is ErrorCode.STALE_MEMBER_EPOCH else error
+                return {tp: error for tp in offsets}
+        elif generation_id >= 0 or member_id or group_instance_id is not None:
             if group.is_static_member_fenced(member_id, group_instance_id):
                 return {tp: ErrorCode.FENCED_INSTANCE_ID for tp in offsets}
             if member_id and not group.has(member_id):
@@ -154,12 +179,19 @@ class GroupOffsets:
 
     # -- OffsetFetch -------------------------------------------------------------------------------------
     def handle_fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None
+        self, group_id: str, partitions: Sequence[TopicPartition] | None, member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
-        """Committed offsets (None = nothing committed); `partitions=None` means all of the group's."""
+        """Committed offsets (None = nothing committed); `partitions=None` means all of the group's. A consumer
+        group checks `member_id`/`member_epoch` (OffsetFetch v9+)."""
         error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
         if error is not ErrorCode.NONE:
             return error, {}
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = self.coordinator.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            if error is not ErrorCode.NONE:
+                return error, {}
         group = self.manager.get_group(group_id)
         stored = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
         if partitions is None:
@@ -169,8 +201,8 @@ class GroupOffsets:
     # -- ListGroups / DescribeGroups ---------------------------------------------------------------------
     def handle_list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()
-    ) -> tuple[ErrorCode, list[tuple[str, str, str]]]:
-        """(error, [(group_id, protocol_type, state)])."""
+    ) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
+        """(error, [(group_id, protocol_type, state, group type)]): classic groups, then consumer groups."""
         error = self.coordinator.validate_group_status("-")
         if error is not ErrorCode.NONE:
             return error, []
@@ -184,7 +216,13 @@ class GroupOffsets:
                 continue
             if type_filter and "classic" not in type_filter:
                 continue
-            listed.append((group.group_id, group.protocol_type or "", group.state.value))
+            if group.group_id in self.manager.consumer_groups:
+                continue  # the offsets shell of a consumer group
+            listed.append((group.group_id, group.protocol_type or "", group.state.value, "classic"))
+        for group_id, state in self.coordinator.consumer.listed():
+            if (state_filter and state.lower() not in state_filter) or (type_filter and "consumer" not in type_filter):
+                continue
+            listed.append((group_id, CONSUMER_PROTOCOL_TYPE, state, "consumer"))
         return ErrorCode.NONE, listed
 
     def handle_describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
@@ -217,6 +255,10 @@ class GroupOffsets:
             if error is not ErrorCode.NONE:
                 results[group_id] = error
                 continue
+            consumer_group = self.manager.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                results[group_id] = self._delete_consumer_group(group_id)
+                continue
             group = self.manager.get_group(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
@@ -225,6 +267,16 @@ class GroupOffsets:
             else:
                 results[group_id] = self.manager.delete_group(group)
         return results
+
+    def _delete_consumer_group(self, group_id: str) -> ErrorCode:
+        consumer_group = self.manager.consumer_groups[group_id]
+        if consumer_group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        error = self.coordinator.consumer.delete(consumer_group)
+        shell = self.manager.get_group(group_id)
+        if error is ErrorCode.NONE and shell is not None:
+            error = self.manager.delete_group(shell)
+        return error
 
     def handle_delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]

@@ -135,7 +135,7 @@ class ReplicaOffsetsTopic:
         read = reads[(self.name, partition)]
         if read.error is not None:
             raise read.error
-        return read.records, read.high_watermark
+        return bytes(read.records), read.high_watermark  # a Fetch read may be a memoryview
 
     def log_start_offset(self, partition: int) -> int:
         return int(self.replica_manager.log_for(self.name, partition).log_start_offset)

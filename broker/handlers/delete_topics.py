@@ -34,6 +34,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     results = []
     for name, topic_id in targets:
         fields: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE}
+        by_id = name is None  # v6: a topic named by its id only
         try:
             if not ctx.config["delete.topic.enable"]:
                 raise TopicDeletionDisabledError("Topic deletion is disabled.")
@@ -44,7 +45,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 fields["name"] = name
             if not cluster_delete and not authorize(ctx, session, AclOperation.DELETE, ResourceType.TOPIC, name):
                 # Kafka's ControllerApis: a topic named by id hides its name unless the session may describe it.
-                if topic_id != _ZERO_UUID and not authorize(
+                if by_id and not authorize(
                         ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     fields["name"] = None
                 raise TopicAuthorizationFailedError("Authorization failed.")

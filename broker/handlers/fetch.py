@@ -19,10 +19,10 @@ from minikafka.broker.context import BrokerContext
 from minikafka.broker.fetch_context import FetchResponseData
 from minikafka.broker.fetch_manager import TOPIC_ID_VERSION
 from minikafka.broker.fetch_session import ZERO_UUID, PartitionData, TopicIdPartition
+from minikafka.broker.quotas.request_throttling import fetch_max_bytes
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
-from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import (
     InconsistentTopicIdError,
@@ -31,10 +31,11 @@ from minikafka.protocol.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-from minikafka.protocol.messages import response_class
+from minikafka.protocol.fetch_response import AbortedTransaction, FetchableTopicResponse, FetchResponse
+from minikafka.protocol.fetch_response import PartitionData as FetchPartitionData
 
 
-async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
+async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> FetchResponse:
     request = event.request
     version = event.api_version
     uses_topic_ids = version >= TOPIC_ID_VERSION
@@ -78,6 +79,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             erroneous[topic_partition] = PartitionRead(error, b"")
         else:
             interesting.append((topic_partition, data))
+    # A consumer never asks for more than its consumer_byte_rate quota could allow in one window (KafkaApis).
+    max_bytes = request.max_bytes if from_follower else fetch_max_bytes(
+        getattr(ctx, "quotas", None), event, session, request.max_bytes)
     reads = await ctx.replica_manager.fetch(
         [
             FetchPartitionRequest(
@@ -90,8 +94,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             for topic_partition, data in interesting
         ],
         max_wait_ms=request.max_wait_ms,
-        min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes,
+        min_bytes=min(request.min_bytes, max_bytes),
+        max_bytes=max_bytes,
         isolation_level=request.isolation_level,
     )
     updates: dict[TopicIdPartition, PartitionRead] = {}
@@ -139,34 +143,32 @@ def _check_topic_id(ctx: BrokerContext, topic_partition: TopicIdPartition, read:
     return read
 
 
-def _response(version: int, data: FetchResponseData) -> Any:
-    """Group consecutive partitions of the same topic into one topic entry, as Kafka's FetchResponse.of does."""
-    cls = response_class(ApiKey.FETCH, version)
-    topic_cls = cls.FetchableTopicResponse
-    partition_cls = topic_cls.PartitionData
-    aborted_cls = partition_cls.AbortedTransaction
+def _response(version: int, data: FetchResponseData) -> FetchResponse:
+    """Group consecutive partitions of the same topic into one topic entry, as Kafka's FetchResponse.of does. The
+    hand-written response shares each read's record bytes (protocol/fetch_response.py)."""
     uses_topic_ids = version >= TOPIC_ID_VERSION
-    responses: list[Any] = []
+    responses: list[FetchableTopicResponse] = []
     previous: object = None
     for topic_partition, read in data.partitions:
         topic_key = topic_partition.topic_id if uses_topic_ids else topic_partition.topic
         if not responses or topic_key != previous:
-            naming = {"topic_id": topic_partition.topic_id} if uses_topic_ids else {"topic": topic_partition.topic}
-            responses.append(topic_cls(partitions=[], **naming))
+            responses.append(FetchableTopicResponse(topic_id=topic_partition.topic_id) if uses_topic_ids
+                             else FetchableTopicResponse(topic=topic_partition.topic))
             previous = topic_key
         responses[-1].partitions.append(
-            partition_cls(
+            FetchPartitionData(
                 partition_index=topic_partition.partition,
                 error_code=read.error.error_code if read.error is not None else 0,
                 high_watermark=read.high_watermark,
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
                 aborted_transactions=None if read.aborted_transactions is None else [
-                    aborted_cls(producer_id=producer_id, first_offset=first_offset)
+                    AbortedTransaction(producer_id, first_offset)
                     for producer_id, first_offset in read.aborted_transactions
                 ],
                 preferred_read_replica=-1,
                 records=read.records,
             )
         )
-    return cls(throttle_time_ms=0, error_code=data.error_code, session_id=data.session_id, responses=responses)
+    return FetchResponse(version, throttle_time_ms=0, error_code=data.error_code, session_id=data.session_id,
+                         responses=responses)

@@ -1,4 +1,4 @@
-"""ListGroups (key 16), v0-5: every live classic group; v4 filters by state, v5 by type."""
+"""ListGroups (key 16), v0-5: every live classic and consumer (KIP-848) group; v4 filters by state, v5 by type."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         throttle_time_ms=0,
         error_code=error,
         groups=[
-            cls.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state, group_type="classic")
-            for group_id, protocol_type, state in groups
+            cls.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state, group_type=group_type)
+            for group_id, protocol_type, state, group_type in groups
         ],
     )

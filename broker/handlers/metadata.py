@@ -27,7 +27,13 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     node = ctx.node_id
 
     list_all = request.topics is None or (version == 0 and not request.topics)
-    names = sorted(ctx.replica_manager.topics()) if list_all else [topic.name for topic in request.topics]
+    # v10+ may name a topic by id alone (KIP-516; KIP-848 consumers look up their assigned topic ids)
+    by_id = {} if list_all else {topic.topic_id: ctx.admin.topic_name_for_id(topic.topic_id)
+                                 for topic in request.topics if version >= 10 and topic.name is None}
+    unknown_ids = [topic_id for topic_id, name in by_id.items() if name is None]
+    names: list[str] = sorted(ctx.replica_manager.topics()) if list_all else [
+        name for name in (topic.name if topic.name is not None else by_id.get(topic.topic_id)
+                          for topic in request.topics) if name is not None]
     allow_auto_create = (request.allow_auto_topic_creation if version >= 4 else True) and bool(
         ctx.config["auto.create.topics.enable"]
     )
@@ -41,7 +47,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         creatable = authorized_names(ctx, session, AclOperation.CREATE, ResourceType.TOPIC,
                                      (name for name in names if ctx.replica_manager.topic(name) is None))
 
-    topics = []
+    topics = [topic_cls(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id, is_internal=False,
+                        partitions=[]) for topic_id in unknown_ids]
     for name in names:
         denied = name not in describable or (
             creatable is not None and name not in creatable and ctx.replica_manager.topic(name) is None)

@@ -1,5 +1,6 @@
-"""OffsetCommit (key 8), v2-8: per-partition codes; unknown topics get UNKNOWN_TOPIC_OR_PARTITION, the rest
-go to the group coordinator (generation/member checks, then one append to `__consumer_offsets`)."""
+"""OffsetCommit (key 8), v2-9: per-partition codes; unknown topics get UNKNOWN_TOPIC_OR_PARTITION, the rest
+go to the group coordinator (generation/member checks, then one append to `__consumer_offsets`). For a KIP-848
+consumer group `generation_id_or_member_epoch` is the member epoch (STALE_MEMBER_EPOCH; v9+ only)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 request.group_instance_id if version >= 7 else None,
                 request.generation_id_or_member_epoch,
                 commits,
+                api_version=version,
             )
         )
     return commit_response(cls, topic_cls, topic_cls.OffsetCommitResponsePartition, request.topics, results)

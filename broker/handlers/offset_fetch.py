@@ -1,6 +1,7 @@
-"""OffsetFetch (key 9), v1-8: committed offsets, -1 with NONE where nothing is committed; a null topic
+"""OffsetFetch (key 9), v1-9: committed offsets, -1 with NONE where nothing is committed; a null topic
 list (v2+) means every partition the group committed. v8 batches several groups. v7+ require_stable: a
-partition with a transactional commit still pending gets UNSTABLE_OFFSET_COMMIT (retriable)."""
+partition with a transactional commit still pending gets UNSTABLE_OFFSET_COMMIT (retriable). v9+ names the
+member (id and epoch) a KIP-848 consumer group checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ Fetched = dict[str, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]
 
 
 def _fetch(ctx: BrokerContext, session: Session, group_id: str, topics: Any,
-           require_stable: bool) -> tuple[ErrorCode, Fetched]:
+           require_stable: bool, member: tuple[str | None, int] = (None, -1)) -> tuple[ErrorCode, Fetched]:
     """(group error, topic -> [(partition, committed offset or None, partition error)]). As Kafka: DESCRIBE on
     the group, and topics the session may not describe answer TOPIC_AUTHORIZATION_FAILED when named, and are
     left out when the request asks for every partition."""
@@ -36,7 +37,8 @@ def _fetch(ctx: BrokerContext, session: Session, group_id: str, topics: Any,
     else:
         offsets_api = ctx.group_coordinator.offsets
         error, offsets = offsets_api.handle_fetch_offsets(
-            group_id, None if requested is None else [tp for tp in requested if tp[0] in (describable or ())])
+            group_id, None if requested is None else [tp for tp in requested if tp[0] in (describable or ())],
+            *member)
     if error is not ErrorCode.NONE:
         for topic_name, partition in requested or ():
             by_topic[topic_name].append((partition, None, error))
@@ -78,7 +80,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         partition_cls = topic_cls.OffsetFetchResponsePartitions
         groups = []
         for group in request.groups:
-            error, by_topic = _fetch(ctx, session, group.group_id, group.topics, bool(request.require_stable))
+            member = (group.member_id, group.member_epoch) if version >= 9 else (None, -1)
+            error, by_topic = _fetch(ctx, session, group.group_id, group.topics, bool(request.require_stable), member)
+            if error is not ErrorCode.NONE:
+                by_topic = {}  # Kafka's OffsetFetchResponse.groupError: v2+ answers a group error with no topics
             groups.append(
                 group_cls(
                     group_id=group.group_id,
@@ -100,6 +105,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     partition_cls = topic_cls.OffsetFetchResponsePartition
     require_stable = version >= 7 and bool(request.require_stable)
     error, by_topic = _fetch(ctx, session, request.group_id, request.topics, require_stable)
+    if error is not ErrorCode.NONE and version >= 2:
+        by_topic = {}  # Kafka's OffsetFetchResponse.groupError: the top-level error alone, no topics
     return cls(
         throttle_time_ms=0,
         error_code=error,

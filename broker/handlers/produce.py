@@ -4,7 +4,8 @@ acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition). acks=0
 and when any partition failed the connection is closed so the client refreshes metadata, as Kafka does.
 Errors land per partition; one bad partition never fails the others. A transactional batch must belong to
 the ongoing transaction of the request's transactional id on that partition (Kafka 3.6+ verification):
-otherwise INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced producer.
+otherwise INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), or INVALID_PRODUCER_EPOCH for a fenced producer.
+From v12 (transaction version 2) the first transactional batch adds its partition to the transaction.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from minikafka.broker.context import BrokerContext
 from minikafka.broker.network import CloseConnection
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
+from minikafka.broker.transactions.transaction_version import SupportedOperation
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -43,8 +45,10 @@ def _precheck(
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     if attributes & _TRANSACTIONAL_FLAG and len(records) >= _PRODUCER_ID_POSITION + _PRODUCER_HEADER.size:
         producer_id, producer_epoch = _PRODUCER_HEADER.unpack_from(records, _PRODUCER_ID_POSITION)
-        error = ctx.txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp)
-        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        # v12+ (transaction version 2) adds the partition to the transaction itself (KIP-890 part 2).
+        error = ctx.txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp,
+                                                     SupportedOperation.for_produce(api_version))
+        if error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS):
             return ErrorCode.NOT_ENOUGH_REPLICAS  # Kafka's retriable answer while verification cannot run yet
         return None if error is ErrorCode.NONE else error
     return None

@@ -1,7 +1,8 @@
-"""TxnOffsetCommit (key 28), v0-3: offsets committed as part of a transaction. They are written now and
+"""TxnOffsetCommit (key 28), v0-5: offsets committed as part of a transaction. They are written now and
 become visible to OffsetFetch when the transaction commits. The group's `__consumer_offsets` partition must
 be in the producer's ongoing transaction (AddOffsetsToTxn first), as Kafka 3.6+ verifies; v3 adds the
-KIP-447 member and generation checks."""
+KIP-447 member and generation checks, v4 TRANSACTION_ABORTABLE, and v5 (transaction version 2) adds the
+partition to the transaction itself instead (KIP-890 part 2: a TV_2 producer sends no AddOffsetsToTxn)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, TxnProducer
 from minikafka.broker.handlers.offset_commit import commit_requests, commit_response, split_unknown_partitions
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
+from minikafka.broker.transactions.transaction_version import SupportedOperation
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
@@ -42,7 +44,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         if error is ErrorCode.NONE:
             offsets_partition = (OFFSETS_TOPIC, coordinator.manager.partition_for(request.group_id))
             error = ctx.txn_coordinator.verify_partition(
-                request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
+                request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition,
+                SupportedOperation.for_txn_offset_commit(version),  # v5 (TV_2) adds the partition itself
             )
         if error is not ErrorCode.NONE:
             results.update({tp: error for tp in commits})

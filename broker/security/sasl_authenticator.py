@@ -33,7 +33,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.broker.security.sasl_config import SaslListenerConfig
+from minikafka.broker.security.sasl_config import (
+    FAILED_AUTHENTICATION_DELAY_MS,
+    SASL_CONFIG_DEF,
+    SaslListenerConfig,
+)
 from minikafka.broker.security.sasl_plain import PLAIN_MECHANISM, PlainSaslServer
 from minikafka.broker.security.sasl_server import (
     IllegalSaslStateError,
@@ -85,6 +89,8 @@ class SaslMechanisms:
         self.scram_credentials = scram_credentials
         self.monotonic_s = monotonic_s
         self._listeners: dict[str, SaslListenerConfig] = {}
+        delay_ms = int(SASL_CONFIG_DEF.parse(self._props)[FAILED_AUTHENTICATION_DELAY_MS])
+        self._failed_authentication_delay_s = delay_ms / 1000
 
     def listener(self, listener_name: str) -> SaslListenerConfig:
         config = self._listeners.get(listener_name)
@@ -96,6 +102,10 @@ class SaslMechanisms:
     def max_receive_size_bytes(self, listener_name: str) -> int:
         """`sasl.server.max.receive.size`: the largest frame read before the connection has authenticated."""
         return self.listener(listener_name).max_receive_size_bytes
+
+    def failed_authentication_delay_s(self) -> float:
+        """`connection.failed.authentication.delay.ms`, in seconds."""
+        return self._failed_authentication_delay_s
 
     def connections_max_reauth_ms(self, listener_name: str) -> int:
         """`connections.max.reauth.ms` of a listener (its `listener.name.<l>.` override first)."""

@@ -32,6 +32,7 @@ SASL_ENABLED_MECHANISMS = "sasl.enabled.mechanisms"
 SASL_JAAS_CONFIG = "sasl.jaas.config"
 CONNECTIONS_MAX_REAUTH_MS = "connections.max.reauth.ms"
 SASL_SERVER_MAX_RECEIVE_SIZE = "sasl.server.max.receive.size"
+FAILED_AUTHENTICATION_DELAY_MS = "connection.failed.authentication.delay.ms"
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
 
@@ -47,6 +48,9 @@ SASL_CONFIG_DEF = ConfigDef([
               "(KIP-368); 0 disables re-authentication."),
     ConfigKey(SASL_SERVER_MAX_RECEIVE_SIZE, ConfigType.INT, 524_288, at_least(1),
               "The largest request the broker accepts before and during SASL authentication."),
+    ConfigKey(FAILED_AUTHENTICATION_DELAY_MS, ConfigType.INT, 100, at_least(0),
+              "How long the broker waits after answering a failed authentication before it closes the connection "
+              "(Kafka's default 100 ms): the client reads the error instead of a reset connection."),
     ConfigKey("sasl.mechanism.inter.broker.protocol", ConfigType.STRING, "GSSAPI", None,
               "Accepted for compatibility; a single node has no inter-broker connections."),
 ])

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least
+from minikafka.broker.transactions.transaction_version import MAX_TRANSACTION_VERSION
+from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, at_least, between
 
 TRANSACTION_CONFIG_DEF = ConfigDef(
     [
@@ -70,6 +71,15 @@ TRANSACTION_CONFIG_DEF = ConfigDef(
             at_least(1),
             "The interval at which to remove transactions that have expired due to transactional.id.expiration.ms.",
         ),
+        ConfigKey(
+            "minikafka.transaction.version",
+            ConfigType.INT,
+            MAX_TRANSACTION_VERSION,
+            between(0, MAX_TRANSACTION_VERSION),
+            "The finalized transaction.version feature level advertised in ApiVersions (Kafka 4 formats a new "
+            "cluster at 2: KIP-890 part 2, an epoch bump per transaction); 0 or 1 make Kafka 4 producers use the "
+            "classic protocol. It also picks the __transaction_state value format (v1 from level 2).",
+        ),
     ]
 )
 
@@ -85,6 +95,8 @@ class TransactionConfig:
     transactional_id_expiration_ms: int = 604_800_000
     abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+    #: The finalized `transaction.version` level (`minikafka.transaction.version`).
+    transaction_version: int = MAX_TRANSACTION_VERSION
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> TransactionConfig:
@@ -101,4 +113,5 @@ class TransactionConfig:
             remove_expired_transaction_cleanup_interval_ms=values[
                 "transaction.remove.expired.transaction.cleanup.interval.ms"
             ],
+            transaction_version=values["minikafka.transaction.version"],
         )

@@ -1,6 +1,7 @@
 """`TransactionCoordinator`: Kafka's transaction coordinator for every transactional id of this node —
 InitProducerId (transactional), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the produce-side verification
-(KIP-890 part 1) and the timeout of transactions.
+(KIP-890 part 1), the implicit AddPartitionsToTxn and epoch bump per transaction of transaction version 2
+(KIP-890 part 2) and the timeout of transactions.
 
 Modelled on Apache Kafka's TransactionCoordinator: the same checks in the same order and the same error
 codes. Each state change is written to `__transaction_state` before it is applied. EndTxn runs the whole
@@ -19,6 +20,7 @@ from minikafka.broker.groups.scheduler import Cancellable, Scheduler
 from minikafka.broker.transactions.config import TransactionConfig
 from minikafka.broker.transactions.transaction_marker_writer import TxnMarkerWriter
 from minikafka.broker.transactions.transaction_metadata import (
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,
@@ -27,6 +29,12 @@ from minikafka.broker.transactions.transaction_metadata import (
     TxnTransitMetadata,
 )
 from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
+from minikafka.broker.transactions.transaction_version import (
+    TV_0,
+    TV_2,
+    SupportedOperation,
+    supports_epoch_bump,
+)
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.clock import Clock
 
@@ -45,8 +53,17 @@ class InitProducerIdResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
+@dataclass(frozen=True, slots=True)
+class EndTxnResult:
+    """EndTxn's answer; v5 (TV_2) clients continue under `producer_id`/`producer_epoch` (the bumped epoch)."""
+
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
 class _NeedProducerId:
-    """`_prepare_init` asks for a fresh producer id (epoch exhausted) before it can decide."""
+    """`_prepare_init` or a TV_2 EndTxn asks for a fresh producer id (epoch exhausted) before it can decide."""
 
 
 _NEED_PRODUCER_ID = _NeedProducerId()
@@ -183,7 +200,8 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------------
     def handle_add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition],
+        client_transaction_version: int = TV_0,
     ) -> ErrorCode:
         """One error for the whole request (the handler answers it for every partition)."""
         error = self.status_error(transactional_id)
@@ -200,23 +218,54 @@ class TransactionCoordinator:
         if metadata.state is _S.ONGOING and wanted <= metadata.topic_partitions:
             return ErrorCode.NONE
         return self.manager.append_transaction_to_log(
-            metadata, metadata.prepare_add_partitions(wanted, self.clock.time_ms()))
+            metadata, metadata.prepare_add_partitions(wanted, self.clock.time_ms(), client_transaction_version))
 
     def verify_partition(
-        self, transactional_id: str | None, producer_id: int, producer_epoch: int, partition: TopicPartition
+        self, transactional_id: str | None, producer_id: int, producer_epoch: int, partition: TopicPartition,
+        operation: SupportedOperation = SupportedOperation.DEFAULT_ERROR,
     ) -> ErrorCode:
-        """KIP-890 part 1: a transactional produce (or TxnOffsetCommit) must belong to the producer's ongoing
-        transaction on that partition. While the coordinator loads, the answer is retriable."""
+        """KIP-890: a transactional produce (or TxnOffsetCommit) must belong to the producer's ongoing
+        transaction on that partition (part 1), or — a TV_2 request (`ADD_PARTITION`) — adds the partition to
+        it (part 2, Kafka's AddPartitionsToTxnManager with verifyOnly=false). While the coordinator loads,
+        the answer is retriable; CONCURRENT_TRANSACTIONS (Prepare*) too."""
         if not self.active or self.manager.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if operation is SupportedOperation.ADD_PARTITION and transactional_id:
+            error = self.handle_add_partitions(transactional_id, producer_id, producer_epoch, [partition], TV_2)
+            # AddPartitionsToTxnManager: a fenced producer's produce answers INVALID_PRODUCER_EPOCH.
+            return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED else error
         metadata = self.manager.get(transactional_id) if transactional_id else None
         if metadata is None or metadata.producer_id != producer_id:
             return ErrorCode.INVALID_TXN_STATE
         if producer_epoch < metadata.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
-        if producer_epoch != metadata.producer_epoch or metadata.state is not _S.ONGOING:
+        if producer_epoch != metadata.producer_epoch:
             return ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.NONE if partition in metadata.topic_partitions else ErrorCode.INVALID_TXN_STATE
+        if metadata.state is _S.ONGOING and partition in metadata.topic_partitions:
+            return ErrorCode.NONE
+        if operation is SupportedOperation.GENERIC_ERROR_SUPPORTED and not metadata.state.is_prepare:
+            return ErrorCode.TRANSACTION_ABORTABLE  # KIP-890: clients that know it abort the transaction
+        return ErrorCode.INVALID_TXN_STATE
+
+    def verify_partitions_in_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with verifyOnly (Kafka's handleVerifyPartitionsInTransaction): one error for
+        every partition, or per partition NONE / TRANSACTION_ABORTABLE (not in the transaction)."""
+        wanted = list(partitions)
+        metadata = self.manager.get(transactional_id)
+        error = self.status_error(transactional_id)
+        if error is ErrorCode.NONE:
+            if metadata is None or metadata.producer_id != producer_id:
+                error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            elif metadata.producer_epoch != producer_epoch:
+                error = ErrorCode.PRODUCER_FENCED
+            elif metadata.state.is_prepare:
+                error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error is not ErrorCode.NONE or metadata is None:
+            return {tp: error for tp in wanted}
+        return {tp: ErrorCode.NONE if tp in metadata.topic_partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for tp in wanted}
 
     # -- EndTxn ------------------------------------------------------------------------------------------
     def handle_end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
@@ -228,9 +277,38 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         return self._end_transaction(metadata, producer_id, producer_epoch, commit, from_client=True)
 
+    async def handle_end_txn_tv2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> EndTxnResult:
+        """EndTxn v5 (a TV_2 client): the epoch is bumped with PrepareX, the markers carry the bumped epoch and
+        the answer tells the client the id and epoch to continue under (a new producer id at epoch 0 once the
+        epoch reaches Short.MAX_VALUE - 1). Retries are recognised by the epoch the client still holds."""
+        error = self.status_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return EndTxnResult(error)
+        metadata = self.manager.get(transactional_id)
+        if metadata is None:
+            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        next_producer_id: int | None = None
+        while True:
+            result = self._end_transaction_tv2(metadata, producer_id, producer_epoch, commit, True, next_producer_id)
+            if not isinstance(result, _NeedProducerId):
+                break
+            next_producer_id = await self.allocate_producer_id()
+        if result is not ErrorCode.NONE:
+            return EndTxnResult(result)
+        if metadata.state.is_prepare and metadata.next_producer_id != NO_PRODUCER_ID:
+            return EndTxnResult(ErrorCode.NONE, metadata.next_producer_id, 0)  # markers pending: what Complete* holds
+        return EndTxnResult(ErrorCode.NONE, metadata.producer_id, metadata.producer_epoch)
+
     def _end_transaction(
         self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool, from_client: bool
     ) -> ErrorCode:
+        if not from_client and supports_epoch_bump(metadata.client_transaction_version):
+            # A fence (timeout, a new producer) aborts a TV_2 transaction by TV_2's rules: one more epoch bump.
+            fenced = self._end_transaction_tv2(metadata, producer_id, producer_epoch, commit, False, None)
+            assert not isinstance(fenced, _NeedProducerId)  # a fence never rotates the producer id
+            return fenced
         if producer_id != metadata.producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if (from_client and producer_epoch != metadata.producer_epoch) or producer_epoch < metadata.producer_epoch:
@@ -252,6 +330,74 @@ class TransactionCoordinator:
             return ErrorCode.NONE if self._complete(metadata) else ErrorCode.CONCURRENT_TRANSACTIONS
         log.info("EndTxn(%s) for transactional id %s in state %s: INVALID_TXN_STATE",
                  "commit" if commit else "abort", metadata.transactional_id, state.state_name)
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _end_transaction_tv2(
+        self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool, from_client: bool,
+        next_producer_id: int | None,
+    ) -> ErrorCode | _NeedProducerId:
+        """Kafka's endTransaction for transaction version 2 (TransactionCoordinator, 4.3). Not from the client:
+        an epoch fence, whose epoch the caller already bumped in memory."""
+        state = metadata.state
+        fence = not from_client
+        retry_on_overflow = (not fence and metadata.last_producer_id == producer_id
+                             and producer_epoch == MAX_PRODUCER_EPOCH - 1 and metadata.producer_epoch == 0)
+        retry_on_epoch_bump = not fence and metadata.producer_epoch == producer_epoch + 1
+        if fence:
+            valid_epoch = producer_epoch >= metadata.producer_epoch
+        elif state.is_prepare:
+            valid_epoch = retry_on_epoch_bump
+        elif state.is_complete:
+            valid_epoch = retry_on_epoch_bump or retry_on_overflow or producer_epoch == metadata.producer_epoch
+        else:
+            valid_epoch = producer_epoch == metadata.producer_epoch
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if not valid_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        target: TransactionState | None = None
+        no_partition_added = True
+        if state is _S.ONGOING:
+            target, no_partition_added = (_S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT), False
+        elif state is _S.COMPLETE_COMMIT:
+            if commit:  # a retried commit is done; a new abort (of nothing) bumps the epoch
+                return ErrorCode.NONE if is_retry else self._invalid_state(metadata, commit)
+            if is_retry:
+                return self._invalid_state(metadata, commit)
+            target = _S.PREPARE_ABORT
+        elif state is _S.COMPLETE_ABORT:
+            if commit:
+                return self._invalid_state(metadata, commit)
+            if is_retry:
+                return ErrorCode.NONE
+            target = _S.PREPARE_ABORT
+        elif state.is_prepare:
+            if commit != (state is _S.PREPARE_COMMIT):
+                return self._invalid_state(metadata, commit)
+            return ErrorCode.NONE if self._complete(metadata) else ErrorCode.CONCURRENT_TRANSACTIONS
+        elif state is _S.EMPTY and not commit:
+            target = _S.PREPARE_ABORT
+        if target is None:
+            return self._invalid_state(metadata, commit)
+        rotated_id = NO_PRODUCER_ID
+        if not fence and metadata.is_producer_epoch_exhausted:
+            if next_producer_id is None:
+                return _NEED_PRODUCER_ID
+            rotated_id = next_producer_id
+        error = self.manager.append_transaction_to_log(metadata, metadata.prepare_abort_or_commit(
+            target, self.clock.time_ms(), TV_2, rotated_id, no_partition_added))
+        if error is not ErrorCode.NONE:
+            metadata.has_failed_epoch_fence = fence
+            return error
+        metadata.has_failed_epoch_fence = False
+        self._complete(metadata)
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _invalid_state(metadata: TransactionMetadata, commit: bool) -> ErrorCode:
+        log.info("EndTxn(%s) for transactional id %s in state %s: INVALID_TXN_STATE",
+                 "commit" if commit else "abort", metadata.transactional_id, metadata.state.state_name)
         return ErrorCode.INVALID_TXN_STATE
 
     def _complete(self, metadata: TransactionMetadata) -> bool:

@@ -5,9 +5,10 @@ v0 = producer_id int64, producer_epoch int16, transaction_timeout_ms int32, tran
 transaction_partitions nullable array of (topic string, partition_ids array of int32),
 last_update_timestamp_ms int64, start_timestamp_ms int64. v1 is the flexible form of the same fields
 (compact strings and arrays, tagged fields: 0 PreviousProducerId, 1 NextProducerId, 2
-ClientTransactionVersion, 3 NextProducerEpoch). Kafka writes v0 unless transaction.version >= 2, and so
-do we; both versions are readable. An Empty transaction is written with null partitions; a null value is a
-tombstone (an expired id). Pure functions; thread-safe.
+ClientTransactionVersion, 3 NextProducerEpoch; a tagged field at its default is not written). Kafka writes
+v0 unless the finalized transaction.version is >= 2, and so do we; both versions are readable. An Empty
+transaction is written with null partitions; a null value is a tombstone (an expired id). Pure functions;
+thread-safe.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from minikafka.broker.transactions.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
+from minikafka.broker.transactions.transaction_version import TV_0
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
@@ -51,6 +53,7 @@ class TransactionLogValue:
     previous_producer_id: int = NO_PRODUCER_ID
     next_producer_id: int = NO_PRODUCER_ID
     next_producer_epoch: int = NO_PRODUCER_EPOCH
+    client_transaction_version: int = TV_0
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -65,24 +68,51 @@ def decode_key(data: bytes) -> str:
     return reader.string()
 
 
-def encode_value(transit: TxnTransitMetadata) -> bytes:
-    """TransactionLogValue v0 of a transit (Kafka's TransactionLog.valueToBytes)."""
+def encode_value(transit: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
+    """TransactionLogValue `version` (0, or the flexible 1 at transaction.version 2) of a transit (Kafka's
+    TransactionLog.valueToBytes)."""
     if transit.state is TransactionState.EMPTY and transit.topic_partitions:
         raise ValueError("an Empty transaction carries no partitions")
-    out = bytearray(_VALUE_HEAD.pack(VALUE_VERSION, transit.producer_id, transit.producer_epoch,
+    if version not in (0, 1):
+        raise ValueError(f"unknown __transaction_state value version {version}")
+    flexible = version >= 1
+    out = bytearray(_VALUE_HEAD.pack(version, transit.producer_id, transit.producer_epoch,
                                      transit.txn_timeout_ms, transit.state.id))
     if transit.state is TransactionState.EMPTY:
-        out += _INT32.pack(-1)
+        out += _uvarint(0) if flexible else _INT32.pack(-1)
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(transit.topic_partitions):
             by_topic.setdefault(topic, []).append(partition)
-        out += _INT32.pack(len(by_topic))
+        out += _uvarint(len(by_topic) + 1) if flexible else _INT32.pack(len(by_topic))
         for topic, partitions in by_topic.items():
             name = topic.encode()
-            out += _INT16.pack(len(name)) + name + _INT32.pack(len(partitions))
+            if flexible:
+                out += _uvarint(len(name) + 1) + name + _uvarint(len(partitions) + 1)
+            else:
+                out += _INT16.pack(len(name)) + name + _INT32.pack(len(partitions))
             out += b"".join(_INT32.pack(partition) for partition in partitions)
+            if flexible:
+                out += _uvarint(0)  # the topic's tagged fields
     out += _TIMESTAMPS.pack(transit.txn_last_update_timestamp_ms, transit.txn_start_timestamp_ms)
+    if flexible:
+        tags = [(tag, data) for tag, data, default in (
+            (0, _INT64.pack(transit.last_producer_id), transit.last_producer_id == NO_PRODUCER_ID),
+            (1, _INT64.pack(transit.next_producer_id), transit.next_producer_id == NO_PRODUCER_ID),
+            (2, _INT16.pack(transit.client_transaction_version), transit.client_transaction_version == TV_0),
+        ) if not default]
+        out += _uvarint(len(tags))
+        for tag, data in tags:
+            out += _uvarint(tag) + _uvarint(len(data)) + data
+    return bytes(out)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
 
 
@@ -107,6 +137,7 @@ def decode_value(data: bytes) -> TransactionLogValue:
         previous_producer_id=_INT64.unpack(tags[0])[0] if 0 in tags else NO_PRODUCER_ID,
         next_producer_id=_INT64.unpack(tags[1])[0] if 1 in tags else NO_PRODUCER_ID,
         next_producer_epoch=_INT16.unpack(tags[3])[0] if 3 in tags else NO_PRODUCER_EPOCH,
+        client_transaction_version=_INT16.unpack(tags[2])[0] if 2 in tags else TV_0,
     )
 
 

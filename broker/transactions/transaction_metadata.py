@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from minikafka.broker.transactions.transaction_version import TV_0, supports_epoch_bump
+
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_PRODUCER_EPOCH = 32_767
@@ -60,7 +62,8 @@ _VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
-    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE}),
+    # TV_2 may abort a transaction with no partition added (from Empty or Complete*), as Kafka 4 allows.
+    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
     _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
     _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
@@ -94,6 +97,10 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp_ms: int
     txn_last_update_timestamp_ms: int
+    #: TV_2: the producer id the client continues under once this transaction completes (epoch exhausted).
+    next_producer_id: int = NO_PRODUCER_ID
+    #: The transaction version of the client's request that made this transition (ClientTransactionVersion).
+    client_transaction_version: int = TV_0
 
 
 @dataclass(slots=True)
@@ -110,6 +117,10 @@ class TransactionMetadata:
     txn_last_update_timestamp_ms: int = -1
     #: Set once a timeout fence could not bump the epoch (exhausted); Kafka's hasFailedEpochFence.
     has_failed_epoch_fence: bool = False
+    #: TV_2, between PrepareX and CompleteX of an epoch overflow: the producer id the client continues under.
+    next_producer_id: int = NO_PRODUCER_ID
+    #: The transaction version of the client that drove the last transition (TV_2: epoch bump per transaction).
+    client_transaction_version: int = TV_0
 
     @classmethod
     def new(cls, transactional_id: str, producer_id: int, txn_timeout_ms: int, now_ms: int) -> TransactionMetadata:
@@ -121,7 +132,9 @@ class TransactionMetadata:
     def from_transit(cls, transactional_id: str, transit: TxnTransitMetadata) -> TransactionMetadata:
         return cls(transactional_id, transit.producer_id, transit.last_producer_id, transit.producer_epoch,
                    transit.last_producer_epoch, transit.txn_timeout_ms, transit.state, set(transit.topic_partitions),
-                   transit.txn_start_timestamp_ms, transit.txn_last_update_timestamp_ms)
+                   transit.txn_start_timestamp_ms, transit.txn_last_update_timestamp_ms,
+                   next_producer_id=transit.next_producer_id,
+                   client_transaction_version=transit.client_transaction_version)
 
     # -- queries -----------------------------------------------------------------------------------------
     @property
@@ -140,7 +153,8 @@ class TransactionMetadata:
         return TxnTransitMetadata(self.producer_id, self.last_producer_id, self.producer_epoch,
                                   self.last_producer_epoch, self.txn_timeout_ms, self.state,
                                   frozenset(self.topic_partitions), self.txn_start_timestamp_ms,
-                                  self.txn_last_update_timestamp_ms)
+                                  self.txn_last_update_timestamp_ms, self.next_producer_id,
+                                  self.client_transaction_version)
 
     # -- transitions (computed, not applied) -------------------------------------------------------------
     def _transit(self, state: TransactionState, **changes: object) -> TxnTransitMetadata:
@@ -148,6 +162,8 @@ class TransactionMetadata:
             raise InvalidTransitionError(
                 f"transactional id {self.transactional_id}: {self.state.state_name} -> {state.state_name}"
             )
+        # As Kafka's prepareTransitionTo: the previous producer id of a transition is the id it leaves.
+        changes.setdefault("last_producer_id", self.producer_id)
         return replace(self.snapshot(), state=state, **changes)  # type: ignore[arg-type]
 
     def prepare_increment_producer_epoch(
@@ -193,18 +209,42 @@ class TransactionMetadata:
             self.producer_epoch += 1
         self.last_producer_epoch = NO_PRODUCER_EPOCH
 
-    def prepare_add_partitions(self, partitions: set[TopicPartition], now_ms: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(
+        self, partitions: set[TopicPartition], now_ms: int, client_transaction_version: int = TV_0
+    ) -> TxnTransitMetadata:
         start_ms = now_ms if self.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT) else \
             self.txn_start_timestamp_ms
         return self._transit(TransactionState.ONGOING, topic_partitions=frozenset(self.topic_partitions | partitions),
-                             txn_start_timestamp_ms=start_ms, txn_last_update_timestamp_ms=now_ms)
+                             txn_start_timestamp_ms=start_ms, txn_last_update_timestamp_ms=now_ms,
+                             client_transaction_version=client_transaction_version)
 
-    def prepare_abort_or_commit(self, state: TransactionState, now_ms: int) -> TxnTransitMetadata:
-        return self._transit(state, txn_last_update_timestamp_ms=now_ms)
+    def prepare_abort_or_commit(
+        self, state: TransactionState, now_ms: int, client_transaction_version: int = TV_0,
+        next_producer_id: int = NO_PRODUCER_ID, no_partition_added: bool = False,
+    ) -> TxnTransitMetadata:
+        """PrepareCommit/PrepareAbort. TV_2 bumps the epoch here (the markers carry the new one), except an abort
+        already at Short.MAX_VALUE; a TV_2 abort with no partition added starts its transaction now."""
+        if not supports_epoch_bump(client_transaction_version):
+            return self._transit(state, txn_last_update_timestamp_ms=now_ms,
+                                 client_transaction_version=client_transaction_version)
+        at_max = self.producer_epoch >= MAX_PRODUCER_EPOCH and state is _S.PREPARE_ABORT
+        return self._transit(
+            state, producer_epoch=self.producer_epoch if at_max else self.producer_epoch + 1,
+            last_producer_epoch=self.producer_epoch, next_producer_id=next_producer_id,
+            txn_start_timestamp_ms=now_ms if no_partition_added else self.txn_start_timestamp_ms,
+            txn_last_update_timestamp_ms=now_ms, client_transaction_version=client_transaction_version,
+        )
 
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
+        """CompleteCommit/CompleteAbort. After a TV_2 epoch overflow the id continues under the next producer
+        id at epoch 0 (the last epoch stays the one the client last saw)."""
         state = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
-        return self._transit(state, topic_partitions=frozenset(), txn_last_update_timestamp_ms=now_ms)
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            return self._transit(state, producer_id=self.next_producer_id, last_producer_id=self.producer_id,
+                                 producer_epoch=0, next_producer_id=NO_PRODUCER_ID, topic_partitions=frozenset(),
+                                 txn_last_update_timestamp_ms=now_ms)
+        return self._transit(state, topic_partitions=frozenset(), next_producer_id=NO_PRODUCER_ID,
+                             txn_last_update_timestamp_ms=now_ms)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._transit(TransactionState.DEAD, topic_partitions=frozenset())
@@ -225,3 +265,5 @@ class TransactionMetadata:
         self.topic_partitions = set(transit.topic_partitions)
         self.txn_start_timestamp_ms = transit.txn_start_timestamp_ms
         self.txn_last_update_timestamp_ms = transit.txn_last_update_timestamp_ms
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version

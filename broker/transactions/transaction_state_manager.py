@@ -21,6 +21,7 @@ from minikafka.broker.transactions.transaction_log import (
     encode_value,
 )
 from minikafka.broker.transactions.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
+from minikafka.broker.transactions.transaction_version import transaction_log_value_version
 from minikafka.protocol.errors import ErrorCode
 from minikafka.storage.clock import Clock
 
@@ -51,7 +52,8 @@ class TransactionStateManager(CoordinatorPartitions):
     def append_transaction_to_log(self, metadata: TransactionMetadata, transit: TxnTransitMetadata) -> ErrorCode:
         """Persist `transit`, then apply it to `metadata` (Kafka's appendTransactionToLog). On failure the
         cache keeps the previous state."""
-        record = (encode_key(metadata.transactional_id), encode_value(transit))
+        record = (encode_key(metadata.transactional_id),
+                  encode_value(transit, transaction_log_value_version(self.config.transaction_version)))
         error = self._append(metadata.transactional_id, [record])
         if error is ErrorCode.NONE:
             metadata.complete_transition(transit)
@@ -111,4 +113,6 @@ class TransactionStateManager(CoordinatorPartitions):
                 set(value.topic_partitions),
                 value.start_timestamp_ms,
                 value.last_update_timestamp_ms,
+                next_producer_id=value.next_producer_id,
+                client_transaction_version=value.client_transaction_version,
             )

@@ -24,7 +24,7 @@ def test_every_version_lists_exactly_the_supported_apis(broker: BrokerProcess) -
             assert response.error_code == 0
             advertised = {entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys}
             assert advertised == expected
-    assert expected[int(ApiKey.PRODUCE)] == (0, 9)
+    assert expected[int(ApiKey.PRODUCE)] == (0, 12)
 
 
 def test_too_new_version_gets_unsupported_version_in_a_v0_body(broker: BrokerProcess) -> None:

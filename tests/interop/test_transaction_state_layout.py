@@ -14,10 +14,22 @@ from tests.integration.client_drivers import create_topic
 pytestmark = pytest.mark.interop
 
 
-def test_kafka_transaction_log_decoder_reads_our_transaction_states(broker_factory: Any, apache_kafka: Any) -> None:
+# The finalized transaction.version picks the value layout, as in Kafka 4: v0 below 2, the flexible v1 from 2 (with
+# PreviousProducerId, the id the transition left; librdkafka is a TV_0 client, so no ClientTransactionVersion).
+LAYOUTS = {
+    "0": '{"version":"0","data":{"producerId":0,"producerEpoch":0,"transactionTimeoutMs":45000,',
+    "2": '{"version":"1","data":{"producerId":0,"previousProducerId":0,"producerEpoch":0,"transactionTimeoutMs":45000,',
+}
+
+
+@pytest.mark.parametrize("transaction_version", sorted(LAYOUTS))
+def test_kafka_transaction_log_decoder_reads_our_transaction_states(
+    broker_factory: Any, apache_kafka: Any, transaction_version: str
+) -> None:
     from confluent_kafka import Producer
 
-    broker = broker_factory({"transaction.state.log.num.partitions": "3"})
+    broker = broker_factory({"transaction.state.log.num.partitions": "3",
+                             "minikafka.transaction.version": transaction_version})
     create_topic(broker.bootstrap, "layout", 2)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "layout-txn",
                          "transaction.timeout.ms": 45_000})
@@ -46,5 +58,5 @@ def test_kafka_transaction_log_decoder_reads_our_transaction_states(broker_facto
     ]
     assert len(states) == len(expected), out[-3000:]
     for line, fragment in zip(states, expected, strict=True):
-        assert '{"version":"0","data":{"producerId":0,"producerEpoch":0,"transactionTimeoutMs":45000,' in line
+        assert LAYOUTS[transaction_version] in line, line
         assert fragment in line, line
