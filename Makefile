@@ -47,7 +47,7 @@ typecheck: $(TEST_STAMP)
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy
 
 pytest: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -ra --durations=20
+	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -7,10 +7,12 @@ Writes are atomic: a `.tmp` sibling is written and fsynced, renamed over the fil
 from __future__ import annotations
 
 import errno
+import json
 import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from minikafka.protocol.errors import KafkaStorageError
 
@@ -58,6 +60,21 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def read_json_document(path: Path, version: int) -> dict[str, Any] | None:
+    """The JSON object in `path` (None when there is no file), checked to carry `"version": version`; ValueError
+    (json.JSONDecodeError included) when it is not such an object. For the broker's small state files (ACLs, SCRAM
+    credentials, client quotas) written with `atomic_write`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    document = json.loads(text)
+    if not isinstance(document, dict) or document.get("version") != version:
+        found = document.get("version") if isinstance(document, dict) else type(document).__name__
+        raise ValueError(f"unsupported version {found!r}")
+    return document
 
 
 class OffsetCheckpointFile:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from minikafka.broker.quotas.client_quota_manager import CLIENT_ID, IP, USER, QuotaEntity, quota_entity
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaStorageError, UnsupportedVersionError
-from minikafka.storage.checkpoint import atomic_write
+from minikafka.storage.checkpoint import atomic_write, read_json_document
 
 CLIENT_QUOTAS_FILE = "client-quotas.json"
 _VERSION = 1
@@ -250,15 +250,9 @@ def _is_valid_ip_entity(ip: str | None) -> bool:
 
 def _read(path: Path) -> dict[QuotaEntity, dict[str, float]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        document = json.loads(text)
-        if document.get("version") != _VERSION:
-            raise ValueError(f"unsupported version {document.get('version')!r}")
+        document = read_json_document(path, _VERSION)
         quotas: dict[QuotaEntity, dict[str, float]] = {}
-        for entry in document["quotas"]:
+        for entry in [] if document is None else document["quotas"]:
             entity = quota_entity({str(part["entity_type"]): None if part["entity_name"] is None
                                    else str(part["entity_name"]) for part in entry["entity"]})
             quotas[entity] = {str(key): float(value) for key, value in entry["values"].items()}

@@ -24,7 +24,7 @@ from minikafka.broker.security.acls import (
     ResourceType,
 )
 from minikafka.protocol.errors import KafkaStorageError
-from minikafka.storage.checkpoint import atomic_write
+from minikafka.storage.checkpoint import atomic_write, read_json_document
 
 ACL_FILE = "minikafka-acls.json"
 _VERSION = 1
@@ -39,14 +39,8 @@ class AclStore:
     def load(self) -> list[AclBinding]:
         """The stored bindings ([] when there is no file); KafkaStorageError when the file is malformed."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        try:
-            document = json.loads(text)
-            if document.get("version") != _VERSION:
-                raise ValueError(f"unsupported version {document.get('version')!r}")
-            return [_decode(item) for item in document["acls"]]
+            document = read_json_document(self.path, _VERSION)
+            return [] if document is None else [_decode(item) for item in document["acls"]]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise KafkaStorageError(f"Malformed ACL file {self.path}: {exc}") from exc
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from minikafka.broker.security.scram import ScramCredential, ScramMechanism, credential_from_salted_password
 from minikafka.protocol.errors import ErrorCode, KafkaStorageError
-from minikafka.storage.checkpoint import atomic_write
+from minikafka.storage.checkpoint import atomic_write, read_json_document
 
 SCRAM_CREDENTIALS_FILE = "scram-credentials.json"
 _VERSION = 1
@@ -205,15 +205,9 @@ def _b64(data: bytes) -> str:
 
 def _read(path: Path) -> dict[tuple[str, ScramMechanism], ScramCredential]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        document = json.loads(text)
-        if document.get("version") != _VERSION:
-            raise ValueError(f"unsupported version {document.get('version')!r}")
+        document = read_json_document(path, _VERSION)
         credentials: dict[tuple[str, ScramMechanism], ScramCredential] = {}
-        for entry in document["credentials"]:
+        for entry in [] if document is None else document["credentials"]:
             mechanism = ScramMechanism.for_mechanism_name(entry["mechanism"])
             if mechanism is None:
                 raise ValueError(f"unknown mechanism {entry['mechanism']!r}")

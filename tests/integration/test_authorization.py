@@ -7,6 +7,7 @@ transactional produce and topic deletion with Kafka's codes — and succeed once
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -14,9 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
     ResourcePatternType,
@@ -27,31 +26,16 @@ from kafka.errors import TopicAuthorizationFailedError
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from tests.broker_process import BrokerProcess
+from tests.integration import acl_clients
+from tests.integration.acl_clients import TIMEOUT_S, error_code_of, grant
 from tests.wire_client import WireClient
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-TIMEOUT_S = 30
 ME = "User:ANONYMOUS"
+allow = functools.partial(acl_clients.allow, ME)
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def allow(resource_type: ResourceType, name: str, operation: AclOperation,
-          pattern_type: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
-    return AclBinding(resource_type, name, pattern_type, ME, "*", operation, AclPermissionType.ALLOW)
-
-
-def grant(admin: AdminClient, *bindings: AclBinding) -> None:
-    for future in admin.create_acls(list(bindings)).values():
-        future.result(timeout=TIMEOUT_S)
-
-
-def error_code_of(future: Any) -> int:
-    with pytest.raises(KafkaException) as raised:
-        future.result(timeout=TIMEOUT_S)
-    code: int = raised.value.args[0].code()
-    return code
 
 
 def produce_confluent(bootstrap: str, topic: str, config: dict[str, Any] | None = None) -> list[Any]:

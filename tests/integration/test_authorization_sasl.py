@@ -14,6 +14,7 @@ minikafka does the same (the module's last step)."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -35,11 +36,13 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 
+from tests.integration import acl_clients
+from tests.integration.acl_clients import TIMEOUT_S, error_code_of, grant
 from tests.integration.sasl_broker import SaslMiniKafka
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-TIMEOUT_S = 30
 ALICE = "User:alice"
+allow = functools.partial(acl_clients.allow, ALICE)
 INVALID_TOPIC_EXCEPTION = 17  # librdkafka's KafkaError.TOPIC_EXCEPTION
 
 pytestmark = pytest.mark.timeout(240)
@@ -70,23 +73,6 @@ class Clients:
         self.admin = AdminClient({"bootstrap.servers": self.sasl, **scram("admin", "admin-secret")})
         self.alice = {"bootstrap.servers": self.sasl, **scram("alice", "alice-secret")}
         self.alice_admin = AdminClient(self.alice)
-
-
-def allow(resource_type: ResourceType, name: str, operation: AclOperation,
-          pattern_type: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
-    return AclBinding(resource_type, name, pattern_type, ALICE, "*", operation, AclPermissionType.ALLOW)
-
-
-def grant(admin: AdminClient, *bindings: AclBinding) -> None:
-    for future in admin.create_acls(list(bindings)).values():
-        future.result(timeout=TIMEOUT_S)
-
-
-def error_code_of(future: Any) -> int:
-    with pytest.raises(KafkaException) as raised:
-        future.result(timeout=TIMEOUT_S)
-    code: int = raised.value.args[0].code()
-    return code
 
 
 def produce(config: dict[str, Any], topic: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""Fixtures for interop tests: the Java and kafkajs client programs.
+"""Fixtures for interop tests: the Java and kafkajs client programs, and Apache Kafka's jars for its CLI tools.
 
 Apache Kafka itself (`apache_kafka`) and the `target`/`target_bootstrap` switch live in tests/conftest.py, shared
 with the Spark tests under tests/pipeline/.
@@ -6,8 +6,11 @@ with the Spark tests under tests/pipeline/.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.interop.java_client import ClientUnavailableError
 from tests.interop.java_client import ensure_built as ensure_java_client
 from tests.interop.kafkajs_client import ensure_installed as ensure_kafkajs_client
@@ -27,3 +30,12 @@ def kafkajs_client() -> None:
         ensure_kafkajs_client()
     except ClientUnavailableError as exc:
         pytest.skip(f"kafkajs interop client unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def kafka_lib_dir() -> Path:
+    """The lib dir of Apache Kafka's official jars (kafka-acls, kafka-configs, ... run from it)."""
+    try:
+        return ensure_kafka_jars()
+    except KafkaHarnessError as exc:
+        pytest.skip(f"Apache Kafka tools unavailable: {exc}")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars, find_main_class, java_command
+from bench.kafka_jars import find_main_class, java_command
 from bench.security_throughput import ScramMiniKafka
 from tests.interop.acl_scenario import (
     ADMIN,
@@ -50,14 +50,6 @@ SECURITY_PROPERTIES = {
 }
 ACL_COMMAND = ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand")
 CONFIG_COMMAND = ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand")
-
-
-@pytest.fixture(scope="module")
-def kafka_lib_dir() -> Path:
-    try:
-        return ensure_kafka_jars()
-    except KafkaHarnessError as exc:
-        pytest.skip(f"Apache Kafka unavailable: {exc}")
 
 
 @pytest.fixture(scope="module")

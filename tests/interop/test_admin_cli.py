@@ -22,7 +22,7 @@ from kafka import KafkaProducer
 from kafka.protocol.metadata.metadata import MetadataRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars, find_main_class, java_command
+from bench.kafka_jars import find_main_class, java_command
 from tests.integration.client_drivers import create_topic
 from tests.wire_client import WireClient
 
@@ -49,13 +49,6 @@ class Target:
                    if sample.name == "kafka_network_requestmetrics_requests_total"
                    and sample.labels.get("request") == api)
 
-
-@pytest.fixture(scope="session")
-def kafka_lib_dir() -> Path:
-    try:
-        return ensure_kafka_jars()
-    except KafkaHarnessError as exc:
-        pytest.skip(f"Apache Kafka tools unavailable: {exc}")
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.broker_process import BrokerProcess
-from tests.interop.test_scram_configs_cli import kafka_configs, kafka_lib_dir
+from tests.interop.test_scram_configs_cli import kafka_configs
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
-__all__ = ["kafka_lib_dir"]  # the session fixture, shared
 
 
 def run(lib_dir: Path, broker: BrokerProcess, *args: str) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from kafka.protocol.admin.acl import DescribeAclsRequest
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 from tests.interop.test_admin_cli import run_tool
 from tests.wire_client import WireClient
@@ -18,13 +17,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 ACL_COMMAND = ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand")
 
-
-@pytest.fixture(scope="module")
-def kafka_lib_dir() -> Path:
-    try:
-        return ensure_kafka_jars()
-    except KafkaHarnessError as exc:
-        pytest.skip(f"Apache Kafka tools unavailable: {exc}")
 
 
 def acls_on_broker(bootstrap: str) -> set[tuple[int, str, int, str, str, int, int]]:

@@ -17,7 +17,6 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.integration.sasl_broker import SaslMiniKafka
 from tests.interop.test_admin_cli import run_tool
 from tests.tls_material import CertificateAuthority
@@ -46,13 +45,6 @@ def properties(text: str) -> dict[str, str]:
     pairs = (line.split("=", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
     return {key.strip(): value.strip() for key, value in pairs}
 
-
-@pytest.fixture(scope="module")
-def kafka_lib_dir() -> Path:
-    try:
-        return ensure_kafka_jars()
-    except KafkaHarnessError as exc:
-        pytest.skip(f"Apache Kafka tools unavailable: {exc}")
 
 
 def test_readme_sasl_ssl_and_acls_example(tmp_path: Path, kafka_lib_dir: Path) -> None:

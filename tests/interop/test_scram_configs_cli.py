@@ -13,7 +13,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin._users import ScramMechanism as ClientScramMechanism
 from kafka.net.sasl.scram import ScramClient
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars, find_main_class, java_command
+from bench.kafka_jars import find_main_class, java_command
 from minikafka.broker.security.scram import ScramMechanism
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.scram_sasl_server import ScramSaslServer
@@ -23,13 +23,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 CONFIG_COMMAND = ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand")
 
-
-@pytest.fixture(scope="session")
-def kafka_lib_dir() -> Path:
-    try:
-        return ensure_kafka_jars()
-    except KafkaHarnessError as exc:
-        pytest.skip(f"Apache Kafka tools unavailable: {exc}")
 
 
 def kafka_configs(lib_dir: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
