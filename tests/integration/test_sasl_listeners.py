@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from minikafka.testing import MiniKafka
+from tests.integration.secured_round_trips import confluent_round_trip, kafka_python_round_trip
 from tests.tls_material import CertificateAuthority
 
 KCAT = shutil.which("kcat")
@@ -106,28 +107,8 @@ def confluent_config(tls: Tls, listener: str, mechanism: str, password: str | No
 
 @pytest.mark.parametrize(("listener", "mechanism"), cases("SCRAM-SHA-512"))
 def test_confluent_kafka(kafka: MiniKafka, tls: Tls, listener: str, mechanism: str) -> None:
-    from confluent_kafka import Consumer, Producer
-
-    bootstrap, config, topic = kafka.bootstrap_servers_for(listener), confluent_config(tls, listener, mechanism), (
-        _topic())
-    producer = Producer({"bootstrap.servers": bootstrap, **config})
-    for i in range(COUNT):
-        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                         **config})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    try:
-        for _ in range(120):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-            if len(values) >= COUNT:
-                break
-        consumer.commit(asynchronous=False)  # the group coordinator, found and reached over SASL
-    finally:
-        consumer.close()
+    config = confluent_config(tls, listener, mechanism)
+    values = confluent_round_trip(kafka.bootstrap_servers_for(listener), config, COUNT)
     assert sorted(values) == _expected()
 
 
@@ -141,23 +122,8 @@ def kafka_python_options(tls: Tls, listener: str, mechanism: str, password: str 
 
 @pytest.mark.parametrize(("listener", "mechanism"), cases("PLAIN"))
 def test_kafka_python(kafka: MiniKafka, tls: Tls, listener: str, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    bootstrap, options, topic = kafka.bootstrap_servers_for(listener), kafka_python_options(
-        tls, listener, mechanism), _topic()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, **options)
-    for i in range(COUNT):
-        producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                             consumer_timeout_ms=10_000, **options)
-    values: list[bytes] = []
-    for message in consumer:
-        values.append(message.value)
-        if len(values) >= COUNT:
-            break
-    consumer.close()
+    options = kafka_python_options(tls, listener, mechanism)
+    values = kafka_python_round_trip(kafka.bootstrap_servers_for(listener), options, COUNT)
     assert sorted(values) == _expected()
 
 

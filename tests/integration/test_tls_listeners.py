@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from minikafka.testing import MiniKafka
+from tests.integration.secured_round_trips import confluent_round_trip, kafka_python_round_trip
 from tests.tls_material import PASSWORD, CertificateAuthority
 
 KCAT = shutil.which("kcat")
@@ -86,52 +87,15 @@ def _confluent_ssl(tls: Tls, *, client_cert: bool = False, ca: Path | None = Non
     return config
 
 
-def _confluent_round_trip(bootstrap: str, config: dict[str, Any]) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer
-
-    topic = _topic()
-    producer = Producer({"bootstrap.servers": bootstrap, **config})
-    for i in range(COUNT):
-        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                         **config})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    try:
-        for _ in range(300):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-            if len(values) >= COUNT:
-                break
-        consumer.commit(asynchronous=False)  # the group coordinator was found through this listener
-    finally:
-        consumer.close()
-    return values
-
-
 def test_confluent_kafka_over_ssl_with_pem_and_pkcs12_keystores(kafka: MiniKafka, tls: Tls) -> None:
     for listener in ("SSL", "P12"):
-        values = _confluent_round_trip(kafka.bootstrap_servers_for(listener), _confluent_ssl(tls))
+        values = confluent_round_trip(kafka.bootstrap_servers_for(listener), _confluent_ssl(tls), COUNT)
         assert sorted(values) == sorted(f"v{i}".encode() for i in range(COUNT)), listener
 
 
 def test_kafka_python_over_ssl(kafka: MiniKafka, tls: Tls) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    bootstrap = kafka.bootstrap_servers_for("SSL")
     options = {"security_protocol": "SSL", "ssl_cafile": str(tls.ca_pem)}
-    topic = _topic()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, **options)
-    for i in range(COUNT):
-        producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
-                             auto_offset_reset="earliest", consumer_timeout_ms=10_000, **options)
-    values = [message.value for message in consumer]
-    consumer.close()
+    values = kafka_python_round_trip(kafka.bootstrap_servers_for("SSL"), options, COUNT)
     assert sorted(values) == sorted(f"v{i}".encode() for i in range(COUNT))
 
 
