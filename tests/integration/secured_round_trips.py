@@ -57,3 +57,35 @@ def kafka_python_round_trip(bootstrap: str, options: dict[str, Any], count: int)
             break
     consumer.close()
     return values
+
+
+def aiokafka_round_trip(bootstrap: str, options: dict[str, Any], count: int) -> list[bytes]:
+    """The same with aiokafka (`options` are its keyword arguments), run on a fresh event loop."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def round_trip() -> list[bytes]:
+        topic = fresh_topic()
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **options)
+        await producer.start()
+        try:
+            for i in range(count):
+                await producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+            await producer.flush()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
+                                    auto_offset_reset="earliest", **options)
+        await consumer.start()
+        values: list[bytes] = []
+        try:
+            async with asyncio.timeout(60):
+                while len(values) < count:
+                    batches = await consumer.getmany(timeout_ms=1000)
+                    values += [m.value for messages in batches.values() for m in messages if m.value is not None]
+        finally:
+            await consumer.stop()
+        return values
+
+    return asyncio.run(round_trip())

@@ -23,7 +23,11 @@ from typing import Any
 import pytest
 
 from minikafka.testing import MiniKafka
-from tests.integration.secured_round_trips import confluent_round_trip, kafka_python_round_trip
+from tests.integration.secured_round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 from tests.tls_material import CertificateAuthority
 
 KCAT = shutil.which("kcat")
@@ -139,32 +143,8 @@ def aiokafka_options(tls: Tls, listener: str, mechanism: str, password: str | No
 
 @pytest.mark.parametrize(("listener", "mechanism"), cases("SCRAM-SHA-256"))
 def test_aiokafka(kafka: MiniKafka, tls: Tls, listener: str, mechanism: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    async def round_trip() -> list[bytes]:
-        bootstrap, topic = kafka.bootstrap_servers_for(listener), _topic()
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **aiokafka_options(tls, listener, mechanism))
-        await producer.start()
-        try:
-            for i in range(COUNT):
-                await producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
-                                    auto_offset_reset="earliest", **aiokafka_options(tls, listener, mechanism))
-        await consumer.start()
-        values: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                while len(values) < COUNT:
-                    batches = await consumer.getmany(timeout_ms=1000)
-                    values += [m.value for messages in batches.values() for m in messages if m.value is not None]
-        finally:
-            await consumer.stop()
-        return values
-
-    assert sorted(asyncio.run(round_trip())) == _expected()
+    options = aiokafka_options(tls, listener, mechanism)
+    assert sorted(aiokafka_round_trip(kafka.bootstrap_servers_for(listener), options, COUNT)) == _expected()
 
 
 def java_config(tls: Tls, listener: str, mechanism: str, password: str | None = None) -> dict[str, str]:

@@ -11,7 +11,6 @@ advertises that listener. One broker for the module, four listeners:
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import socket
 import ssl
@@ -24,7 +23,11 @@ from typing import Any
 import pytest
 
 from minikafka.testing import MiniKafka
-from tests.integration.secured_round_trips import confluent_round_trip, kafka_python_round_trip
+from tests.integration.secured_round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 from tests.tls_material import PASSWORD, CertificateAuthority
 
 KCAT = shutil.which("kcat")
@@ -100,36 +103,12 @@ def test_kafka_python_over_ssl(kafka: MiniKafka, tls: Tls) -> None:
 
 
 def test_aiokafka_over_ssl_with_client_certificate(kafka: MiniKafka, tls: Tls) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    async def round_trip() -> list[bytes]:
-        context = create_ssl_context(cafile=str(tls.ca_pem), certfile=str(tls.client_cert),
-                                     keyfile=str(tls.client_key))
-        bootstrap = kafka.bootstrap_servers_for("MTLS")
-        topic = _topic()
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=context)
-        await producer.start()
-        try:
-            for i in range(COUNT):
-                await producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=context,
-                                    group_id=f"g-{topic}", auto_offset_reset="earliest")
-        await consumer.start()
-        values: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                while len(values) < COUNT:
-                    batches = await consumer.getmany(timeout_ms=1000)
-                    values += [m.value for messages in batches.values() for m in messages if m.value is not None]
-        finally:
-            await consumer.stop()
-        return values
-
-    assert sorted(asyncio.run(round_trip())) == sorted(f"v{i}".encode() for i in range(COUNT))
+    context = create_ssl_context(cafile=str(tls.ca_pem), certfile=str(tls.client_cert), keyfile=str(tls.client_key))
+    values = aiokafka_round_trip(kafka.bootstrap_servers_for("MTLS"), {"security_protocol": "SSL",
+                                                                        "ssl_context": context}, COUNT)
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(COUNT))
 
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is not on PATH (apt-get install kcat to run this test)")
