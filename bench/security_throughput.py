@@ -1,31 +1,45 @@
 """The cost of TLS + SASL: produce/consume throughput over PLAINTEXT and over SASL_SSL (SCRAM-SHA-256), for minikafka
 and Apache Kafka in the same run, with Kafka's own ProducerPerformance/ConsumerPerformance (bench/throughput.py).
 
-    .venv/bin/python -m bench.security_throughput [--records 100000] [--record-bytes 1024] [--no-record]
+    .venv/bin/python -m bench.security_throughput [--records 100000] [--record-bytes 1024] [--rounds 3] [--no-record]
 
 Each broker gets a PLAINTEXT and a SASL_SSL listener (a test CA's server certificate, PEM key store; one SCRAM user
-made at format time), no authorizer. Per broker and protocol: one topic, ProducerPerformance (acks=1), then
-ConsumerPerformance over the same protocol. Printed: MB/s for each, and SASL_SSL / PLAINTEXT per broker (the
-goal: minikafka's ratio no worse than Kafka's). Results are appended to BENCHMARKS.md unless --no-record.
+made at format time), no authorizer; both brokers run for the whole benchmark. After the same warm-up, each of
+`--rounds` rounds runs, per broker and protocol, ProducerPerformance (acks=1) on a new topic and then
+ConsumerPerformance over the same protocol, with the broker's CPU from /proc over each; the order of brokers and of
+protocols alternates between rounds. Printed: medians of MB/s and CPU-s/GB, and per broker the median of each
+round's SASL_SSL / PLAINTEXT ratio (the goal: minikafka's ratio no worse than Kafka's). Results are appended to
+BENCHMARKS.md unless --no-record.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from bench.apache_kafka import ApacheKafka
 from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
-from bench.throughput import BENCHMARKS_MD, Case, Measurement, create_topic, run_consumer_perf, run_producer_perf
+from bench.throughput import (
+    BENCHMARKS_MD,
+    Case,
+    Measurement,
+    create_topic,
+    run_consumer_perf,
+    run_producer_perf,
+    with_broker_cpu,
+)
 from minikafka.testing import MiniKafka
 from tests.tls_material import CertificateAuthority
 
@@ -76,64 +90,106 @@ class Security:
 
 
 SCRAM_CREDENTIAL = f"SCRAM-SHA-256=[name={USER},password={PASSWORD}]"
-# broker name -> protocol -> (produce, consume)
-Results = dict[str, dict[str, tuple[Measurement, Measurement]]]
+OPS = ("produce", "consume")
+# broker -> protocol -> op -> one Measurement per round
+Results = dict[str, dict[str, dict[str, list[Measurement]]]]
+
+
+@dataclass(frozen=True)
+class RunningBroker:
+    name: str
+    pid: int
+    bootstraps: dict[str, str]  # protocol -> bootstrap
 
 
 @contextmanager
-def started(name: str, work: Path, security: Security) -> Iterator[dict[str, str]]:
-    """Start one broker with both listeners; yields protocol -> bootstrap."""
+def started(name: str, work: Path, security: Security, lib_dir: Path) -> Iterator[RunningBroker]:
+    """Start one broker with both listeners."""
     if name == "apache":
-        with ApacheKafka(work / "apache", properties=security.broker_properties, listeners={LISTENER: LISTENER},
-                         scram_credentials=[SCRAM_CREDENTIAL]) as kafka:
-            yield {"PLAINTEXT": kafka.bootstrap, LISTENER: kafka.bootstrap_for(LISTENER)}
+        with ApacheKafka(work / "apache", lib_dir=lib_dir, properties=security.broker_properties,
+                         listeners={LISTENER: LISTENER}, scram_credentials=[SCRAM_CREDENTIAL]) as kafka:
+            assert kafka.process is not None
+            yield RunningBroker(name, kafka.process.pid,
+                                {"PLAINTEXT": kafka.bootstrap, LISTENER: kafka.bootstrap_for(LISTENER)})
     else:
         with ScramMiniKafka([SCRAM_CREDENTIAL], security.broker_properties, {LISTENER: LISTENER}) as kafka:
-            yield {"PLAINTEXT": kafka.bootstrap_servers, LISTENER: kafka.bootstrap_servers_for(LISTENER)}
+            assert kafka.pid is not None
+            yield RunningBroker(name, kafka.pid, {"PLAINTEXT": kafka.bootstrap_servers,
+                                                  LISTENER: kafka.bootstrap_servers_for(LISTENER)})
 
 
-def measure(name: str, bootstraps: dict[str, str], lib_dir: Path, case: Case,
-            security: Security) -> dict[str, tuple[Measurement, Measurement]]:
-    results: dict[str, tuple[Measurement, Measurement]] = {}
-    # Same warm-up for both brokers (a fresh JVM is slow until the JIT has compiled the hot paths).
-    warm_up = Case(case.record_bytes, 1, "1", max(case.num_records // 5, 1000))
+def _client_config(protocol: str, security: Security) -> Path | None:
+    return security.client_config if protocol == LISTENER else None
+
+
+def warm_up(broker: RunningBroker, lib_dir: Path, case: Case, security: Security) -> None:
+    """The same warm-up for both brokers over both protocols (a fresh JVM is slow until its JIT has compiled the
+    produce, fetch and TLS paths)."""
+    warm_up_case = Case(case.record_bytes, 1, "1", max(case.num_records // 5, 1000))
     for protocol in PROTOCOLS:
-        config = security.client_config if protocol == LISTENER else None
         topic = f"warm-up-{protocol.lower()}"
-        create_topic(bootstraps["PLAINTEXT"], topic, 1)
-        run_producer_perf(lib_dir, bootstraps[protocol], topic, warm_up, config)
-    for protocol in PROTOCOLS:
-        config = security.client_config if protocol == LISTENER else None
-        topic = f"security-{protocol.lower()}"
-        create_topic(bootstraps["PLAINTEXT"], topic, case.partitions)
-        print(f"[{name}] {protocol}: {case.num_records} records of {case.record_bytes} B", flush=True)
-        produced = run_producer_perf(lib_dir, bootstraps[protocol], topic, case, config)
-        consumed = run_consumer_perf(lib_dir, bootstraps[protocol], topic, case, config)
-        print(f"  produce {produced.mb_per_s:.1f} MB/s, consume {consumed.mb_per_s:.1f} MB/s", flush=True)
-        results[protocol] = (produced, consumed)
-    return results
+        create_topic(broker.bootstraps["PLAINTEXT"], topic, 1)
+        run_producer_perf(lib_dir, broker.bootstraps[protocol], topic, warm_up_case, _client_config(protocol, security))
+        run_consumer_perf(lib_dir, broker.bootstraps[protocol], topic, warm_up_case, _client_config(protocol, security))
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if value != value else f"{value:,.1f}"
+def measure_round(broker: RunningBroker, round_index: int, protocols: Sequence[str], lib_dir: Path, case: Case,
+                  security: Security, results: Results) -> None:
+    """One produce and one consume per protocol on `broker`, each with the broker's CPU over the same window."""
+    for protocol in protocols:
+        config = _client_config(protocol, security)
+        bootstrap = broker.bootstraps[protocol]
+        topic = f"security-{protocol.lower()}-{round_index}"
+        create_topic(broker.bootstraps["PLAINTEXT"], topic, case.partitions)
+        client_args = (lib_dir, bootstrap, topic, case, config)
+        produced = with_broker_cpu(broker.pid, case, partial(run_producer_perf, *client_args))
+        consumed = with_broker_cpu(broker.pid, case, partial(run_consumer_perf, *client_args))
+        print(f"  [{broker.name}] round {round_index + 1} {protocol}: produce {produced.mb_per_s:.1f} MB/s "
+              f"{produced.cpu_s_per_gb:.2f} CPU-s/GB, consume {consumed.mb_per_s:.1f} MB/s "
+              f"{consumed.cpu_s_per_gb:.2f} CPU-s/GB", flush=True)
+        by_op = results.setdefault(broker.name, {}).setdefault(protocol, {})
+        by_op.setdefault("produce", []).append(produced)
+        by_op.setdefault("consume", []).append(consumed)
 
 
-def _ratio(numerator: float, denominator: float) -> str:
-    if numerator != numerator or denominator != denominator or denominator == 0:
-        return "n/a"
-    return f"{numerator / denominator:.2f}"
+def _median(values: Sequence[float]) -> float:
+    present = [value for value in values if value == value]
+    return statistics.median(present) if present else float("nan")
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "n/a" if value != value else f"{value:,.{digits}f}"
 
 
 def table(results: Results) -> str:
-    lines = ["| broker | op | PLAINTEXT MB/s | SASL_SSL MB/s | SASL_SSL / PLAINTEXT |", "|---|---|---:|---:|---:|"]
-    missing = (Measurement.missing(), Measurement.missing())
+    """Medians over the rounds. The throughput ratio is the median of each round's own SASL_SSL / PLAINTEXT pair
+    (the two ran back to back), so a slow minute of the shared machine moves both sides of a ratio."""
+    lines = ["| broker | op | PLAINTEXT MB/s | SASL_SSL MB/s | SASL_SSL / PLAINTEXT MB/s (paired) "
+             "| PLAINTEXT CPU-s/GB | SASL_SSL CPU-s/GB | SASL_SSL / PLAINTEXT CPU |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for broker in ("apache", "minikafka"):
         by_protocol = results.get(broker, {})
-        plain, secure = by_protocol.get("PLAINTEXT", missing), by_protocol.get(LISTENER, missing)
         label = "Apache Kafka" if broker == "apache" else "minikafka"
-        for slot, op in enumerate(("produce", "consume")):
-            lines.append(f"| {label} | {op} | {_fmt(plain[slot].mb_per_s)} | {_fmt(secure[slot].mb_per_s)} | "
-                         f"{_ratio(secure[slot].mb_per_s, plain[slot].mb_per_s)} |")
+        for op in OPS:
+            plain = by_protocol.get("PLAINTEXT", {}).get(op, [])
+            secure = by_protocol.get(LISTENER, {}).get(op, [])
+            ratios = [s.mb_per_s / p.mb_per_s for p, s in zip(plain, secure, strict=False) if p.mb_per_s > 0]
+            plain_cpu = _median([m.cpu_s_per_gb for m in plain])
+            secure_cpu = _median([m.cpu_s_per_gb for m in secure])
+            lines.append(f"| {label} | {op} | {_fmt(_median([m.mb_per_s for m in plain]))} | "
+                         f"{_fmt(_median([m.mb_per_s for m in secure]))} | {_fmt(_median(ratios), 2)} | "
+                         f"{_fmt(plain_cpu, 2)} | {_fmt(secure_cpu, 2)} | {_fmt(secure_cpu / plain_cpu, 2)} |")
+    return "\n".join(lines)
+
+
+def rounds_table(results: Results) -> str:
+    """Every round's MB/s, for the record."""
+    lines = ["| broker | protocol | op | MB/s per round | CPU-s/GB per round |", "|---|---|---|---|---|"]
+    for broker, by_protocol in sorted(results.items()):
+        for protocol, by_op in by_protocol.items():
+            for op, measured in by_op.items():
+                lines.append(f"| {broker} | {protocol} | {op} | {', '.join(_fmt(m.mb_per_s) for m in measured)} | "
+                             f"{', '.join(_fmt(m.cpu_s_per_gb, 2) for m in measured)} |")
     return "\n".join(lines)
 
 
@@ -143,38 +199,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--record-bytes", type=int, default=1024)
     parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (brokers and protocols alternate)")
     parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     args = parser.parse_args(argv)
     command = "python -m bench.security_throughput " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     case = Case(args.record_bytes, args.partitions, "1", args.records)
     lib_dir = ensure_kafka_jars()
     results: Results = {}
+    load_before = os.getloadavg()[0]
     started_s = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="minikafka-security-bench-") as work_dir:
+    with tempfile.TemporaryDirectory(prefix="minikafka-security-bench-") as work_dir, ExitStack() as stack:
         work = Path(work_dir)
         security = Security.make(work)
-        for name in BROKERS:
-            with started(name, work, security) as bootstraps:
-                results[name] = measure(name, bootstraps, lib_dir, case, security)
+        brokers = [stack.enter_context(started(name, work, security, lib_dir)) for name in BROKERS]
+        for broker in brokers:
+            print(f"[{broker.name}] warm-up", flush=True)
+            warm_up(broker, lib_dir, case, security)
+        for round_index in range(args.rounds):
+            # Alternate which broker and which protocol go first, so neither always gets the quieter minute.
+            order = brokers if round_index % 2 == 0 else brokers[::-1]
+            protocols = PROTOCOLS if round_index % 2 == 0 else PROTOCOLS[::-1]
+            for broker in order:
+                measure_round(broker, round_index, protocols, lib_dir, case, security, results)
     elapsed_s = time.monotonic() - started_s
-    rendered = table(results)
+    rendered = table(results) + "\n\nEvery round:\n\n" + rounds_table(results)
+    load = f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     print(rendered)
+    print(load)
     if not args.no_record:
-        record(command, case, rendered, elapsed_s)
+        record(command, case, args.rounds, rendered, elapsed_s, load)
     return 0
 
 
-def record(command: str, case: Case, rendered: str, elapsed_s: float) -> None:
+def record(command: str, case: Case, rounds: int, rendered: str, elapsed_s: float, load: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = [
         f"\n## Security: SASL_SSL vs PLAINTEXT, {stamp}\n",
         f"- command: `{command.strip()}` (from the repo root, with `.venv/bin/python`)",
         f"- machine: {machine_description()}",
-        f"- Apache Kafka {KAFKA_VERSION} (single KRaft node, -Xmx512m) and minikafka, one after the other in the same "
-        f"run; {case.num_records} records of {case.record_bytes} B, {case.partitions} partition(s), acks=1; "
+        f"- Apache Kafka {KAFKA_VERSION} (single KRaft node, -Xmx512m) and minikafka, both running, {rounds} "
+        f"interleaved rounds; {case.num_records} records of {case.record_bytes} B, {case.partitions} partition(s), "
+        "acks=1; "
         "SASL_SSL = TLS (PEM key store, RSA 2048 server key, default protocol and cipher settings) + SCRAM-SHA-256; "
-        "produce = ProducerPerformance, consume = ConsumerPerformance fetch MB/s, both over the same protocol",
-        f"- wall time: {elapsed_s:.0f} s",
+        "produce = ProducerPerformance, consume = ConsumerPerformance fetch MB/s, both over the same protocol; "
+        "CPU = the broker process tree's utime+stime from /proc over each client run",
+        f"- wall time: {elapsed_s:.0f} s; {load}",
         "",
         rendered,
         "",

@@ -206,7 +206,7 @@ Results = dict[str, dict[Case, tuple[Measurement, ...]]]
 IDLE_SECONDS = 5.0
 
 
-def _with_cpu(pid: int, case: Case, run: Callable[[], Measurement]) -> Measurement:
+def with_broker_cpu(pid: int, case: Case, run: Callable[[], Measurement]) -> Measurement:
     """`run()`'s measurement with the broker tree's CPU-s per GB of `case`'s payload over the same window."""
     with ProcessTreeCpu(pid) as cpu:
         measured = run()
@@ -244,9 +244,9 @@ def measure(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: list[Case
         topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}-{case.compression}"
         print(f"[{name}] {case.label}, {case.num_records} records", flush=True)
         create_topic(bootstrap, topic, case.partitions)
-        produced = _with_cpu(pid, case, partial(run_producer_perf, lib_dir, bootstrap, topic, case))
-        consumed = _with_cpu(pid, case, partial(run_consumer_perf, lib_dir, bootstrap, topic, case))
-        assigned = _with_cpu(pid, case, partial(run_assigned_consume, bootstrap, topic, case))
+        produced = with_broker_cpu(pid, case, partial(run_producer_perf, lib_dir, bootstrap, topic, case))
+        consumed = with_broker_cpu(pid, case, partial(run_consumer_perf, lib_dir, bootstrap, topic, case))
+        assigned = with_broker_cpu(pid, case, partial(run_assigned_consume, bootstrap, topic, case))
         print(f"  produce {produced.mb_per_s:.1f} MB/s {produced.cpu_s_per_gb:.2f} CPU-s/GB, "
               f"consume {consumed.mb_per_s:.1f} MB/s {consumed.cpu_s_per_gb:.2f} CPU-s/GB (group), "
               f"{assigned.mb_per_s:.1f} MB/s {assigned.cpu_s_per_gb:.2f} CPU-s/GB (assign)", flush=True)
