@@ -18,13 +18,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from minikafka.broker.groups.assignors import Assignment, TopicInfo
+from minikafka.protocol.errors import ErrorCode
 
 __all__ = [
+    "ClassicMemberMetadata",
     "ConsumerGroup",
     "ConsumerGroupMember",
     "ConsumerGroupState",
     "FencedMemberEpoch",
     "MemberState",
+    "Refused",
     "reconcile",
 ]
 
@@ -60,6 +63,29 @@ class FencedMemberEpoch(Exception):
     """The member must give up all its partitions and rejoin (FENCED_MEMBER_EPOCH)."""
 
 
+class Refused(Exception):
+    """A group request refused with a Kafka error code and message (Kafka's ApiException)."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol inside a consumer group joined with (Kafka's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and its protocols, in the
+    JoinGroup's order (name, ConsumerProtocolSubscription)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol a JoinGroup answer names: the member's first."""
+        return self.supported_protocols[0][0]
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """One member: its subscription (ConsumerGroupMemberMetadata) and its current assignment
@@ -79,6 +105,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Mapping[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     pending_revocation: Mapping[uuid.UUID, frozenset[int]] = field(default_factory=dict)
+    #: Set while the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat) in the consumer group.
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def replace(self, **changes: object) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -92,8 +124,8 @@ class ConsumerGroupMember:
 
     def metadata_differs(self, other: ConsumerGroupMember) -> bool:
         """True when the member metadata record would change."""
-        return (self.instance_id, self.client_id, self.client_host, self.rebalance_timeout_ms) != (
-            other.instance_id, other.client_id, other.client_host, other.rebalance_timeout_ms
+        return (self.instance_id, self.client_id, self.client_host, self.rebalance_timeout_ms, self.classic) != (
+            other.instance_id, other.client_id, other.client_host, other.rebalance_timeout_ms, other.classic
         ) or not self.same_subscription(other)
 
     def assignment_differs(self, other: ConsumerGroupMember) -> bool:
@@ -108,7 +140,8 @@ class ConsumerGroup:
     """A consumer group's epochs, members, target assignment and subscribed-topic metadata."""
 
     group_id: str
-    group_epoch: int = 0
+    #: Kafka 4.x starts a new group at epoch 1, so its first member gets epoch 2 (ModernGroup).
+    group_epoch: int = 1
     assignment_epoch: int = 0
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     #: instance id -> member id of the static members.
@@ -141,6 +174,36 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self) -> set[str]:
         return {name for member in self.members.values() for name in member.subscribed_topic_names}
+
+    # -- classic members ---------------------------------------------------------------------------------
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [member for member in self.members.values() if member.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str | None, names: Sequence[str]) -> bool:
+        """Kafka's supportsClassicProtocols: a "consumer" protocol every classic member supports too."""
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        supported = [{name for name, _ in member.classic.supported_protocols}
+                     for member in self.members.values() if member.classic is not None]
+        return any(all(name in protocols for protocols in supported) for name in names)
+
+    def all_remaining_use_classic(self, leaving: Sequence[str]) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: every member but `leaving` uses the classic protocol."""
+        return all(member.classic is not None for member_id, member in self.members.items()
+                   if member_id not in leaving)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """The member's target holds a partition another member still owns."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, indexes in self.target.get(member.member_id, {}).items():
+            assigned = member.assigned.get(topic_id, frozenset())
+            if any(index not in assigned and self.current_partition_epoch(topic_id, index) != -1
+                   for index in indexes):
+                return True
+        return False
 
     # -- updates (replay only) ---------------------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:

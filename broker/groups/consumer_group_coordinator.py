@@ -7,9 +7,10 @@ records the change needs are computed (member metadata, partition metadata, grou
 current member assignment), appended to the group's `__consumer_offsets` partition and only then replayed
 into the cache (`consumer_group_records.replay`, the same code that loads them after a restart). Committed
 offsets of a consumer group stay in the classic cache (`GroupMetadataManager.groups`, an Empty shell without
-members), so OffsetCommit/OffsetFetch, retention and the offsets layout are shared. Conversion between
-classic and consumer groups is not implemented beyond an Empty classic group becoming a consumer group: a
-non-empty group of the other type is refused with Kafka's codes. Event-loop thread only; not thread-safe.
+members), so OffsetCommit/OffsetFetch, retention and the offsets layout are shared. Members using the classic
+protocol inside a consumer group are `ClassicProtocolMembers`'; the online upgrade and downgrade between the
+two group types (`group.consumer.migration.policy`) are `GroupConversion`'s. Event-loop thread only; not
+thread-safe.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from minikafka.broker.groups.consumer_group import (
     FencedMemberEpoch,
     MemberState,
     OwnedPartitions,
+    Refused,
     reconcile,
 )
+from minikafka.broker.groups.consumer_group_classic import ClassicProtocolMembers
 from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
 from minikafka.broker.groups.consumer_group_records import (
     RecordKV,
@@ -47,15 +50,17 @@ from minikafka.broker.groups.consumer_group_records import (
     target_assignment_epoch_record,
     target_member_record,
 )
+from minikafka.broker.groups.consumer_group_timers import MemberTimers, TimerKind
 from minikafka.broker.groups.coordinator_records import GroupMetadataKey, encode_group_metadata_key
-from minikafka.broker.groups.scheduler import Cancellable
+from minikafka.broker.groups.group_conversion import GroupConversion
 from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minikafka.broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.groups.group_metadata import GroupMetadata
     from minikafka.broker.replica_manager import ReplicaManager
 
-__all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult", "ReplicaTopicImage",
+__all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult", "Refused", "ReplicaTopicImage",
            "StaticTopicImage"]
 
 
@@ -118,12 +123,6 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
-class _Refused(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-
-
 @dataclass(frozen=True)
 class DescribedMember:
     member: ConsumerGroupMember
@@ -151,8 +150,9 @@ class ConsumerGroupCoordinator:
         self.config = config
         self.topic_image = topics
         self.manager = coordinator.manager
-        self._session_timers: dict[tuple[str, str], Cancellable] = {}
-        self._revocation_timers: dict[tuple[str, str], Cancellable] = {}
+        self.timers = MemberTimers(lambda: coordinator.scheduler)
+        self.classic = ClassicProtocolMembers(self)
+        self.conversion = GroupConversion(self)
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -166,13 +166,10 @@ class ConsumerGroupCoordinator:
         """After loading: every member gets a fresh session (Kafka schedules them on load too)."""
         for group in self.groups.values():
             for member in group.members.values():
-                self._schedule_session(group.group_id, member.member_id)
+                self.schedule_session(group.group_id, member)
 
     def cancel_all(self) -> None:
-        for timer in (*self._session_timers.values(), *self._revocation_timers.values()):
-            timer.cancel()
-        self._session_timers.clear()
-        self._revocation_timers.clear()
+        self.timers.cancel_all()
 
     # -- ConsumerGroupHeartbeat --------------------------------------------------------------------------
     def heartbeat(self, request: HeartbeatRequestData) -> HeartbeatResult:
@@ -184,12 +181,12 @@ class ConsumerGroupCoordinator:
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request)
             return self._heartbeat(request)
-        except _Refused as refused:
+        except Refused as refused:
             return HeartbeatResult(refused.error, str(refused))
 
     def _validate(self, request: HeartbeatRequestData) -> None:
-        def invalid(message: str) -> _Refused:
-            return _Refused(ErrorCode.INVALID_REQUEST, message)
+        def invalid(message: str) -> Refused:
+            return Refused(ErrorCode.INVALID_REQUEST, message)
 
         if not request.group_id:
             raise invalid("GroupId can't be empty.")
@@ -221,28 +218,17 @@ class ConsumerGroupCoordinator:
             except re.error as exc:
                 raise invalid(f"SubscribedTopicRegex is invalid: {exc}") from exc
         if request.server_assignor is not None and request.server_assignor not in self.config.assignors:
-            raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
+            raise Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
                            f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
                            f"{', '.join(self.config.assignors)}.")
 
     def _heartbeat(self, request: HeartbeatRequestData) -> HeartbeatResult:
         group_id = request.group_id
         records: list[RecordKV] = []
-        group = self.groups.get(group_id)
         classic = self.manager.get_group(group_id)
-        if group is None:
-            if classic is not None and (classic.members or classic.pending_members):
-                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
-                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            if classic is not None and (classic.protocol_type is not None or classic.generation_id > 0):
-                # an Empty classic group becomes a consumer group: its classic metadata is tombstoned
-                records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
-            group = ConsumerGroup(group_id)
+        group, upgraded = self._group_for(request, classic, records)
         member_id = request.member_id or str(uuid.uuid4())  # v0: the coordinator names new members
-        if len(group.members) >= self.config.max_size and member_id not in group.members:
-            raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity "
-                           f"of {self.config.max_size} members.")
+        self.check_size(group, member_id)
         member, replaced = self._member_for(group, member_id, request, records)
         updated = member.replace(
             instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
@@ -254,8 +240,60 @@ class ConsumerGroupCoordinator:
                                     else member.subscribed_topic_names),
             subscribed_topic_regex=(request.subscribed_topic_regex if request.subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
-            client_id=request.client_id, client_host=request.client_host,
+            client_id=request.client_id, client_host=request.client_host, classic=None,
         )
+        reconciled = self.update_member(group, member, updated, replaced, request.owned, records)
+        error = self.write(group_id, records)
+        if error is not ErrorCode.NONE:
+            return HeartbeatResult(error)
+        if upgraded:
+            assert classic is not None
+            self.conversion.upgraded(classic, group)
+        elif classic is not None and group_id not in self.groups:
+            classic.protocol_type, classic.generation_id, classic.protocol_name, classic.leader_id = None, 0, None, None
+        replay_all(self.groups, records)
+        if replaced is not None:
+            self.timers.cancel_member(group_id, replaced)
+        self.schedule_session(group_id, reconciled)
+        self._maybe_schedule_revocation(group_id, member, reconciled)
+        full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
+            request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
+            and request.owned is not None)
+        changed = dict(reconciled.assigned) != dict(member.assigned)
+        return HeartbeatResult(ErrorCode.NONE, None, member_id, reconciled.member_epoch,
+                               self.config.heartbeat_interval_ms,
+                               dict(reconciled.assigned) if full or changed else None)
+
+    def _group_for(self, request: HeartbeatRequestData, classic: GroupMetadata | None,
+                   records: list[RecordKV]) -> tuple[ConsumerGroup, bool]:
+        """Kafka's getOrMaybeCreateConsumerGroup: (the group, whether it is a classic group being upgraded)."""
+        group_id = request.group_id
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group, False
+        joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        if classic is not None and classic.members:
+            if not joining:
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return self.conversion.to_consumer_group(classic, records), True
+        if not joining:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if classic is not None and (classic.protocol_type is not None or classic.generation_id > 0):
+            # an Empty classic group becomes a consumer group: its classic metadata is tombstoned
+            records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
+        return ConsumerGroup(group_id), False
+
+    def check_size(self, group: ConsumerGroup, member_id: str) -> None:
+        if len(group.members) >= self.config.max_size and member_id not in group.members:
+            raise Refused(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity "
+                          f"of {self.config.max_size} members.")
+
+    def update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      replaced: str | None, owned: OwnedPartitions, records: list[RecordKV]) -> ConsumerGroupMember:
+        """Kafka's steps 1-3 of a heartbeat or a classic member's JoinGroup: persist the member's metadata, bump
+        the group epoch on a subscription change, compute the new target assignment, reconcile the member."""
+        group_id = group.group_id
+        member_id = updated.member_id
         is_new = member_id not in group.members and replaced is None
         bump = False
         if is_new or updated.metadata_differs(member):
@@ -283,28 +321,12 @@ class ConsumerGroupCoordinator:
             target_epoch = group.assignment_epoch
             target = group.target.get(member_id) or (group.target.get(replaced, {}) if replaced else {})
         try:
-            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, request.owned)
+            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
         except FencedMemberEpoch as exc:
-            raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
+            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
         if is_new or replaced is not None or reconciled.assignment_differs(member):
             records.append(current_assignment_record(group_id, reconciled))
-        error = self._write(group_id, records)
-        if error is not ErrorCode.NONE:
-            return HeartbeatResult(error)
-        if classic is not None and group_id not in self.groups:
-            classic.protocol_type, classic.generation_id, classic.protocol_name, classic.leader_id = None, 0, None, None
-        replay_all(self.groups, records)
-        if replaced is not None:
-            self._cancel_timers(group_id, replaced)
-        self._schedule_session(group_id, member_id)
-        self._maybe_schedule_revocation(group_id, member, reconciled)
-        full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
-            request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
-            and request.owned is not None)
-        changed = dict(reconciled.assigned) != dict(member.assigned)
-        return HeartbeatResult(ErrorCode.NONE, None, member_id, reconciled.member_epoch,
-                               self.config.heartbeat_interval_ms,
-                               dict(reconciled.assigned) if full or changed else None)
+        return reconciled
 
     def _member_for(self, group: ConsumerGroup, member_id: str, request: HeartbeatRequestData,
                     records: list[RecordKV]) -> tuple[ConsumerGroupMember, str | None]:
@@ -314,7 +336,7 @@ class ConsumerGroupCoordinator:
             member = group.members.get(member_id)
             if member is None:
                 if not joining:
-                    raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
+                    raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
                 return ConsumerGroupMember(member_id), None
             if not joining:
                 self._check_epoch(member, request)
@@ -323,8 +345,9 @@ class ConsumerGroupCoordinator:
         if joining:
             if existing is None or existing.member_id == member_id:
                 return existing or group.members.get(member_id) or ConsumerGroupMember(member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {existing.member_id} with instance "
+            # Kafka replaces a static member using the classic protocol even if it has not left.
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
+                raise Refused(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {existing.member_id} with instance "
                                f"id {request.instance_id} cannot be replaced because it has not left the group.")
             replacement = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
             records.extend(member_tombstones(group.group_id, existing.member_id))
@@ -332,9 +355,9 @@ class ConsumerGroupCoordinator:
             records.append(target_member_record(group.group_id, member_id, group.target.get(existing.member_id, {})))
             return replacement, existing.member_id
         if existing is None:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+            raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
         if existing.member_id != member_id:
-            raise _Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+            raise Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                            f"{request.instance_id} was fenced by member {existing.member_id}.")
         self._check_epoch(existing, request)
         return existing, None
@@ -345,14 +368,14 @@ class ConsumerGroupCoordinator:
         previous one and the member owns nothing outside its assignment (it lost a response)."""
         epoch = request.member_epoch
         if epoch > member.member_epoch:
-            raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
                            f"({epoch}) than the one known by the group coordinator ({member.member_epoch}).")
         if epoch < member.member_epoch:
             owned = request.owned
             subset = owned is not None and all(
                 index in member.assigned.get(topic_id, ()) for topic_id, indexes in owned for index in indexes)
             if epoch != member.previous_member_epoch or not subset:
-                raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member "
+                raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member "
                                f"epoch ({epoch}) than the one known by the group coordinator "
                                f"({member.member_epoch}).")
 
@@ -385,34 +408,34 @@ class ConsumerGroupCoordinator:
                 frozenset(metadata[name].topic_id for name in self._subscribed(member, metadata)), current)
         return assign(self.preferred_assignor(members.values()), subscriptions, by_id)
 
-    def _write(self, group_id: str, records: list[RecordKV]) -> ErrorCode:
+    def write(self, group_id: str, records: list[RecordKV]) -> ErrorCode:
         return self.manager._append(group_id, records) if records else ErrorCode.NONE
 
     # -- leaving and fencing -----------------------------------------------------------------------------
     def _leave(self, request: HeartbeatRequestData) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
         if request.instance_id is None:
             member = group.members.get(request.member_id)
             if member is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of the group.")
+                raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of the group.")
         else:
             member = group.static_member(request.instance_id)
             if member is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+                raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
             if member.member_id != request.member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {request.member_id} with instance id "
+                raise Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {request.member_id} with instance id "
                                f"{request.instance_id} was fenced by member {member.member_id}.")
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # The static member will come back: it keeps its partitions until its session expires.
             left = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
             records = [current_assignment_record(group.group_id, left)]
-            error = self._write(group.group_id, records)
+            error = self.write(group.group_id, records)
             if error is not ErrorCode.NONE:
                 return HeartbeatResult(error)
             replay_all(self.groups, records)
-            self._cancel_revocation(group.group_id, member.member_id)
+            self.timers.cancel(TimerKind.REVOCATION, group.group_id, member.member_id)
         else:
             error = self.fence(group, member.member_id)
             if error is not ErrorCode.NONE:
@@ -421,73 +444,66 @@ class ConsumerGroupCoordinator:
 
     def fence(self, group: ConsumerGroup, member_id: str) -> ErrorCode:
         """Remove a member (left, session expired, revocation timed out); the group epoch is bumped."""
-        records = member_tombstones(group.group_id, member_id)
-        remaining = [member for mid, member in group.members.items() if mid != member_id]
+        return self.fence_members(group, [member_id])
+
+    def fence_members(self, group: ConsumerGroup, member_ids: Sequence[str]) -> ErrorCode:
+        """Kafka's consumerGroupFenceMembers: remove members and bump the group epoch — or, when only members
+        using the classic protocol would remain, downgrade the group to a classic group."""
+        if self.conversion.can_downgrade(group, member_ids):
+            return self.conversion.downgrade(group, member_ids)
+        records = [record for member_id in member_ids for record in member_tombstones(group.group_id, member_id)]
+        remaining = [member for mid, member in group.members.items() if mid not in member_ids]
         metadata = self._subscription_metadata(remaining)
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group.group_id, metadata))
         records.append(group_epoch_record(group.group_id, group.group_epoch + 1))
-        error = self._write(group.group_id, records)
+        error = self.write(group.group_id, records)
         if error is ErrorCode.NONE:
             replay_all(self.groups, records)
-            self._cancel_timers(group.group_id, member_id)
+            for member_id in member_ids:
+                self.timers.cancel_member(group.group_id, member_id)
         return error
 
     def delete(self, group: ConsumerGroup) -> ErrorCode:
         """DeleteGroups / expiry of an Empty consumer group: its records are tombstoned."""
         records = group_tombstones(group.group_id)
-        error = self._write(group.group_id, records)
+        error = self.write(group.group_id, records)
         if error is ErrorCode.NONE:
             replay_all(self.groups, records)
         return error
 
     # -- timers ------------------------------------------------------------------------------------------
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
-        key = (group_id, member_id)
-        old = self._session_timers.pop(key, None)
-        if old is not None:
-            old.cancel()
+    def schedule_session(self, group_id: str, member: ConsumerGroupMember) -> None:
+        """(Re)start the member's session: a classic member's own session timeout, else the group's."""
+        member_id = member.member_id
 
         def expire() -> None:
-            self._session_timers.pop(key, None)
             group = self.groups.get(group_id)
             if group is not None and member_id in group.members:
                 self.fence(group, member_id)
 
-        self._session_timers[key] = self.coordinator.scheduler.call_later(self.config.session_timeout_ms, expire)
+        timeout_ms = member.classic.session_timeout_ms if member.classic is not None else self.config.session_timeout_ms
+        self.timers.schedule(TimerKind.SESSION, group_id, member_id, timeout_ms, expire)
 
     def _maybe_schedule_revocation(self, group_id: str, before: ConsumerGroupMember,
                                    after: ConsumerGroupMember) -> None:
-        key = (group_id, after.member_id)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._cancel_revocation(group_id, after.member_id)
+            self.timers.cancel(TimerKind.REVOCATION, group_id, after.member_id)
             return
-        if key in self._revocation_timers and before.state is MemberState.UNREVOKED_PARTITIONS:
+        if (self.timers.pending(TimerKind.REVOCATION, group_id, after.member_id)
+                and before.state is MemberState.UNREVOKED_PARTITIONS):
             return
         epoch = after.member_epoch
 
         def expire() -> None:
-            self._revocation_timers.pop(key, None)
             group = self.groups.get(group_id)
             member = None if group is None else group.members.get(after.member_id)
             if (group is not None and member is not None and member.state is MemberState.UNREVOKED_PARTITIONS
                     and member.member_epoch == epoch):
                 self.fence(group, after.member_id)
 
-        self._cancel_revocation(group_id, after.member_id)
         timeout_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else self.config.session_timeout_ms
-        self._revocation_timers[key] = self.coordinator.scheduler.call_later(timeout_ms, expire)
-
-    def _cancel_revocation(self, group_id: str, member_id: str) -> None:
-        timer = self._revocation_timers.pop((group_id, member_id), None)
-        if timer is not None:
-            timer.cancel()
-
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._cancel_revocation(group_id, member_id)
-        timer = self._session_timers.pop((group_id, member_id), None)
-        if timer is not None:
-            timer.cancel()
+        self.timers.schedule(TimerKind.REVOCATION, group_id, after.member_id, timeout_ms, expire)
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------------------
     def describe(self, group_id: str) -> DescribedGroup:
@@ -512,15 +528,16 @@ class ConsumerGroupCoordinator:
     # -- offsets -----------------------------------------------------------------------------------------
     def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, version: int,
                                transactional: bool = False) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        """Kafka's ConsumerGroup.validateOffsetCommit; a member using the classic protocol sends its
+        generation, which must be its member epoch (ILLEGAL_GENERATION otherwise)."""
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE  # an admin / simple commit while nobody is a member
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and version < 9:
+        if member.classic is None and not transactional and version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return self._member_epoch_error(member, member_epoch)
 
     def validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch: no member id and a negative epoch is an admin's fetch."""
@@ -529,7 +546,13 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return self._member_epoch_error(member, member_epoch)
+
+    @staticmethod
+    def _member_epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
+        if epoch == member.member_epoch:
+            return ErrorCode.NONE
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
 
     def listed(self) -> list[tuple[str, str]]:
         """(group id, state) of every consumer group."""

@@ -18,7 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minikafka.broker.groups.assignors import TopicInfo
-from minikafka.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from minikafka.broker.groups.consumer_group import (
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
 from minikafka.broker.groups.coordinator_record_reader import CoordinatorRecordReader
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
 METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = range(3, 9)
 CONSUMER_GROUP_RECORD_TYPES = frozenset(range(3, 9))
 _VALUE_VERSION = 0
+_CLASSIC_MEMBER_METADATA_TAG = 0
 
 RecordKV = tuple[bytes, bytes | None]
 Partitions = Mapping[uuid.UUID, frozenset[int]]
@@ -80,8 +86,19 @@ class _Writer:
         self.out += value.bytes
         return self
 
+    def bytes_(self, value: bytes) -> _Writer:
+        self.uvarint(len(value) + 1)
+        self.out += value
+        return self
+
     def no_tags(self) -> _Writer:
         return self.uvarint(0)
+
+    def tagged(self, tag: int, payload: bytes) -> _Writer:
+        """A tagged-field section holding one field."""
+        self.uvarint(1).uvarint(tag).uvarint(len(payload))
+        self.out += payload
+        return self
 
     def partitions(self, value: Partitions) -> _Writer:
         """[]TopicPartitions: (TopicId, []int32 Partitions, tagged fields), topics in id order."""
@@ -124,7 +141,16 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Record
     for name in member.subscribed_topic_names:
         writer.string(name)
     writer.string(member.subscribed_topic_regex).int32(member.rebalance_timeout_ms).string(member.server_assignor)
-    return _key(MEMBER_METADATA, group_id, member.member_id), bytes(writer.no_tags().out)
+    # Tagged field 0, ClassicMemberMetadata (SessionTimeoutMs, []ClassicProtocol(Name, Metadata)), a nullable
+    # struct: Kafka writes it even when null, as a presence byte 0; present, the byte 1 then the struct.
+    classic = _Writer().uvarint(0 if member.classic is None else 1)
+    if member.classic is not None:
+        classic.int32(member.classic.session_timeout_ms).uvarint(len(member.classic.supported_protocols) + 1)
+        for name, metadata in member.classic.supported_protocols:
+            classic.string(name).bytes_(metadata).no_tags()
+        classic.no_tags()
+    writer.tagged(_CLASSIC_MEMBER_METADATA_TAG, bytes(classic.out))
+    return _key(MEMBER_METADATA, group_id, member.member_id), bytes(writer.out)
 
 
 def target_assignment_epoch_record(group_id: str, epoch: int) -> RecordKV:
@@ -234,9 +260,25 @@ def _read_member(reader: _Reader, member: ConsumerGroupMember) -> ConsumerGroupM
     instance_id, rack_id, client_id, client_host = (reader.nullable_string(), reader.nullable_string(),
                                                     reader.string(), reader.string())
     names, regex, rebalance_timeout_ms = reader.strings(), reader.nullable_string(), reader.int32()
+    server_assignor = reader.nullable_string()
+    classic_payload = reader.tagged_fields().get(_CLASSIC_MEMBER_METADATA_TAG)
     return member.replace(instance_id=instance_id, rack_id=rack_id, client_id=client_id, client_host=client_host,
                           subscribed_topic_names=names, subscribed_topic_regex=regex,
-                          rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=reader.nullable_string())
+                          rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,
+                          classic=None if classic_payload is None else _read_classic(classic_payload))
+
+
+def _read_classic(payload: bytes) -> ClassicMemberMetadata | None:
+    reader = _Reader(b"\x00\x00" + payload, flexible=True)  # a tagged struct has no version of its own
+    if reader.uvarint() == 0:
+        return None
+    session_timeout_ms = reader.int32()
+    protocols = []
+    for _index in range(max(reader.array_length(), 0)):
+        name, metadata = reader.string(), reader.bytes_()
+        reader.skip_tagged_fields()
+        protocols.append((name, metadata))
+    return ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
 
 
 def _read_assignment(reader: _Reader, member: ConsumerGroupMember) -> ConsumerGroupMember:

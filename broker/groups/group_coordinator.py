@@ -5,7 +5,8 @@ Modelled on Apache Kafka's GroupCoordinator: the same state machine, checks in t
 same error codes. JoinGroup and SyncGroup answer through a callback, possibly later (delayed joins). This
 module handles the requests; session and rebalance timers and the completion of a rebalance are the
 `GroupRebalancer`'s, offsets and admin operations the `GroupOffsets`', persistence the
-`GroupMetadataManager`'s.
+`GroupMetadataManager`'s. A classic request to a KIP-848 consumer group goes to the consumer coordinator's
+`ClassicProtocolMembers` (Kafka 4's mixed groups).
 """
 
 from __future__ import annotations
@@ -148,11 +149,10 @@ class GroupCoordinator:
         is_unknown_member = member_id == ""
         consumer_group = self.manager.consumer_groups.get(group_id)
         if consumer_group is not None:
-            # No mixed groups here (Kafka 4 lets classic members join a consumer group): a non-empty consumer
-            # group refuses classic members; an empty one becomes a classic group (downgrade).
-            if consumer_group.members or self.consumer.config.migration_policy not in ("downgrade", "bidirectional"):
-                callback(JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            if consumer_group.members:  # a classic member joins a consumer group (Kafka 4's mixed groups)
+                self.consumer.classic.join(consumer_group, member_id, request, callback)
                 return
+            # an empty consumer group becomes a classic group, whatever the migration policy (as Kafka does)
             error = self.consumer.delete(consumer_group)
             if error is not ErrorCode.NONE:
                 callback(JoinGroupResult(error, member_id))
@@ -285,6 +285,14 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             callback(SyncGroupResult(error))
             return
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if not consumer_group.members:
+                callback(SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
+                return
+            self.consumer.classic.sync(consumer_group, generation_id, member_id, protocol_type, protocol_name,
+                                       group_instance_id, callback)
+            return
         group = self.manager.get_group(group_id)
         if group is None:
             callback(SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -339,6 +347,9 @@ class GroupCoordinator:
             return ErrorCode.NONE  # Kafka: the group is not yet known; let the member keep going
         if error is not ErrorCode.NONE:
             return error
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.classic.heartbeat(consumer_group, member_id, group_instance_id, generation_id)
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -359,6 +370,9 @@ class GroupCoordinator:
         error = self.validate_group_status(group_id)
         if error is not ErrorCode.NONE:
             return error, []
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return ErrorCode.NONE, self.consumer.classic.leave(consumer_group, members)
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]

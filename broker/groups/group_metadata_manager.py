@@ -71,6 +71,11 @@ class GroupMetadataManager(CoordinatorPartitions):
     # -- writes ------------------------------------------------------------------------------------------
     def store_group(self, group: GroupMetadata, assignments: Mapping[str, bytes]) -> ErrorCode:
         """Write the group's metadata with the given assignments (Kafka's storeGroup)."""
+        return self._append(group.group_id, [self.group_metadata_record(group, assignments)])
+
+    @staticmethod
+    def group_metadata_record(group: GroupMetadata, assignments: Mapping[str, bytes]) -> KeyValue:
+        """The GroupMetadata record of a classic group with these member assignments."""
         members = tuple(
             MemberMetadataValue(
                 member.member_id,
@@ -92,8 +97,7 @@ class GroupMetadataManager(CoordinatorPartitions):
             group.state_timestamp_ms,
             members,
         )
-        key = encode_group_metadata_key(GroupMetadataKey(group.group_id))
-        return self._append(group.group_id, [(key, encode_group_metadata_value(value))])
+        return encode_group_metadata_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value)
 
     def store_offsets(
         self,

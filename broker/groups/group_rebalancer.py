@@ -79,6 +79,13 @@ class GroupRebalancer:
                 rebalance_timeout_ms, lambda: self._on_join_expired(group, epoch)
             )
 
+    def forget(self, group: GroupMetadata) -> None:
+        """The group stops being a classic group (online upgrade): drop its join and member timers."""
+        self._cancel_join_timer(group.group_id)
+        self._in_initial_delay.discard(group.group_id)
+        for member_id in [*group.members, *group.pending_members]:
+            self.cancel_heartbeat(group.group_id, member_id)
+
     def _cancel_join_timer(self, group_id: str) -> None:
         timer = self._join_timers.pop(group_id, None)
         if timer is not None:

@@ -1,6 +1,6 @@
 """ConsumerGroupDescribe (key 69), v0-1: KIP-848 groups with their epochs, assignor and every member's current
 and target assignment (ConsumerGroupCoordinator). A classic or unknown group answers GROUP_ID_NOT_FOUND.
-DESCRIBE on the group; v1 adds the member type (1 = consumer protocol)."""
+DESCRIBE on the group; v1 adds the member type (0 = classic protocol, 1 = consumer protocol)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import response_class
 
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -61,7 +62,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                     subscribed_topic_regex=entry.member.subscribed_topic_regex,
                     assignment=assignment(entry.member.assigned),
                     target_assignment=assignment(entry.target),
-                    member_type=CONSUMER_MEMBER_TYPE,
+                    member_type=CONSUMER_MEMBER_TYPE if entry.member.classic is None else CLASSIC_MEMBER_TYPE,
                 )
                 for entry in described.members
             ],

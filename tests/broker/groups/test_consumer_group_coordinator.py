@@ -66,22 +66,22 @@ def test_join_alone_gets_everything_then_partitions_move_only_after_revocation()
     h = Harness()
     t = h.image.add("t", 6)
     a = h.hb("a", 0)
-    assert (a.error, a.member_epoch, a.heartbeat_interval_ms) == (ErrorCode.NONE, 1, 100)
+    assert (a.error, a.member_epoch, a.heartbeat_interval_ms) == (ErrorCode.NONE, 2, 100)  # a new group is at 1
     assert a.assignment == {t.topic_id: frozenset(range(6))}
     group = h.manager.consumer_groups["g"]
     assert group.state().value == "Stable"
 
     b = h.hb("b", 0)
-    assert b.error is ErrorCode.NONE and b.member_epoch == 2
+    assert b.error is ErrorCode.NONE and b.member_epoch == 3
     assert b.assignment == {}  # its target partitions are still a's
     assert group.state().value == "Reconciling"
-    a2 = h.hb("a", 1, owned=h.owned(a))
-    assert a2.member_epoch == 1 and count(a2) == 3  # a must revoke three before anything moves
-    b2 = h.hb("b", 2, owned=[])
+    a2 = h.hb("a", 2, owned=h.owned(a))
+    assert a2.member_epoch == 2 and count(a2) == 3  # a must revoke three before anything moves
+    b2 = h.hb("b", 3, owned=[])
     assert b2.assignment is None or count(b2) == 0
-    a3 = h.hb("a", 1, owned=h.owned(a2))  # revoked
-    assert a3.member_epoch == 2 and a3.assignment is None  # the new epoch; its partitions did not change
-    b3 = h.hb("b", 2, owned=[])
+    a3 = h.hb("a", 2, owned=h.owned(a2))  # revoked
+    assert a3.member_epoch == 3 and a3.assignment is None  # the new epoch; its partitions did not change
+    b3 = h.hb("b", 3, owned=[])
     assert count(b3) == 3
     assert set(a2.assignment[t.topic_id]).isdisjoint(b3.assignment[t.topic_id])  # type: ignore[index]
     assert group.state().value == "Stable"
@@ -90,9 +90,9 @@ def test_join_alone_gets_everything_then_partitions_move_only_after_revocation()
 def test_epoch_errors_and_request_validation() -> None:
     h = Harness()
     h.image.add("t", 2)
-    assert h.hb("a", 0).member_epoch == 1
+    assert h.hb("a", 0).member_epoch == 2
     assert h.hb("a", 5, owned=[]).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert h.hb("x", 1, owned=[]).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.hb("x", 2, owned=[]).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert h.hb("a", 1, group="nope").error is ErrorCode.GROUP_ID_NOT_FOUND
     assert h.hb("", 0).error is ErrorCode.INVALID_REQUEST
     assert h.hb("b", 0, assignor="sticky").error is ErrorCode.UNSUPPORTED_ASSIGNOR
@@ -104,9 +104,9 @@ def test_session_timeout_fences_and_partitions_move() -> None:
     h.image.add("t", 4)
     a = h.hb("a", 0)
     b = h.hb("b", 0)
-    a = h.hb("a", 1, owned=h.owned(a))
-    assert h.hb("a", 1, owned=h.owned(a)).member_epoch == 2  # revoked: a's partitions stay as they are
-    b = h.hb("b", 2, owned=[])
+    a = h.hb("a", 2, owned=h.owned(a))
+    assert h.hb("a", 2, owned=h.owned(a)).member_epoch == 3  # revoked: a's partitions stay as they are
+    b = h.hb("b", 3, owned=[])
     assert count(a) == 2 and count(b) == 2
     owned = h.owned(b)
     for _ in range(4):  # b keeps heartbeating, a goes silent
@@ -114,7 +114,7 @@ def test_session_timeout_fences_and_partitions_move() -> None:
         b = h.hb("b", b.member_epoch, owned=owned)
         owned = owned if b.assignment is None else h.owned(b)
     assert "a" not in h.manager.consumer_groups["g"].members
-    assert b.member_epoch == 3 and sum(len(p) for _, p in owned) == 4
+    assert b.member_epoch == 4 and sum(len(p) for _, p in owned) == 4
 
 
 def test_static_member_rejoins_with_its_partitions_and_unreleased_instance() -> None:
@@ -126,7 +126,7 @@ def test_static_member_rejoins_with_its_partitions_and_unreleased_instance() -> 
     left = h.hb("a", -2, instance="i1")
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
     back = h.hb("a2", 0, instance="i1")
-    assert back.error is ErrorCode.NONE and back.member_epoch == 1 and count(back) == 3
+    assert back.error is ErrorCode.NONE and back.member_epoch == 2 and count(back) == 3
     assert list(h.manager.consumer_groups["g"].members) == ["a2"]
     assert h.hb("a", 1, instance="i1", owned=[]).error is ErrorCode.FENCED_INSTANCE_ID
 
@@ -138,7 +138,7 @@ def test_leave_bumps_epoch_and_empty_group_lists_as_empty() -> None:
     left = h.hb("a", -1)
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -1)
     group = h.manager.consumer_groups["g"]
-    assert group.group_epoch == 2 and group.state().value == "Empty"
+    assert group.group_epoch == 3 and group.state().value == "Empty"
     assert h.coordinator.offsets.handle_list_groups()[1] == [("g", "consumer", "Empty", "consumer")]
 
 
@@ -148,10 +148,10 @@ def test_offset_commit_and_fetch_check_member_epochs() -> None:
     a = h.hb("a", 0)
     tp = ("t", 0)
     commit = {tp: CommitRequest(5, -1, "")}
-    assert h.coordinator.offsets.handle_commit_offsets("g", "a", None, 1, commit) == {tp: ErrorCode.NONE}
+    assert h.coordinator.offsets.handle_commit_offsets("g", "a", None, 2, commit) == {tp: ErrorCode.NONE}
     assert h.coordinator.offsets.handle_commit_offsets("g", "a", None, 0, commit) == {tp: ErrorCode.STALE_MEMBER_EPOCH}
-    assert h.coordinator.offsets.handle_commit_offsets("g", "zz", None, 1, commit) == {tp: ErrorCode.UNKNOWN_MEMBER_ID}
-    assert h.coordinator.offsets.handle_commit_offsets("g", "a", None, 1, commit, api_version=8) == {
+    assert h.coordinator.offsets.handle_commit_offsets("g", "zz", None, 2, commit) == {tp: ErrorCode.UNKNOWN_MEMBER_ID}
+    assert h.coordinator.offsets.handle_commit_offsets("g", "a", None, 2, commit, api_version=8) == {
         tp: ErrorCode.UNSUPPORTED_VERSION}
     assert h.coordinator.offsets.handle_fetch_offsets("g", [tp], "a", 0)[0] is ErrorCode.STALE_MEMBER_EPOCH
     error, fetched = h.coordinator.offsets.handle_fetch_offsets("g", [tp], "a", a.member_epoch)
@@ -164,7 +164,7 @@ def test_state_and_offsets_reload_from_the_log() -> None:
     t = h.image.add("t", 4)
     a = h.hb("a", 0)
     h.hb("b", 0, instance="ib")
-    a = h.hb("a", 1, owned=h.owned(a))
+    a = h.hb("a", 2, owned=h.owned(a))
     h.coordinator.offsets.handle_commit_offsets("g", "a", None, a.member_epoch, {("t", 1): CommitRequest(9, -1, "m")})
     before = h.manager.consumer_groups["g"]
     again = Harness(topic=h.topic, image=h.image, clock=h.clock)
@@ -181,8 +181,8 @@ def test_state_and_offsets_reload_from_the_log() -> None:
     assert not again.manager.consumer_groups["g"].members
 
 
-def test_classic_and_consumer_groups_refuse_each_other() -> None:
-    h = Harness()
+def test_classic_and_consumer_groups_refuse_each_other_when_migration_is_disabled() -> None:
+    h = Harness(migration_policy="disabled")
     h.image.add("t", 2)
     h.hb("a", 0, group="cg")
     from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData
@@ -193,7 +193,11 @@ def test_classic_and_consumer_groups_refuse_each_other() -> None:
     h.coordinator.handle_join_group("cg", "", request, out.append)
     assert out[0].error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     h.coordinator.handle_join_group("classic", "", request, out.append)
-    assert h.hb("b", 0, group="classic").error is ErrorCode.GROUP_ID_NOT_FOUND
+    refused = h.hb("b", 0, group="classic")
+    assert refused.error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert refused.message == ("Cannot upgrade classic group classic to consumer group because online upgrade "
+                               "is disabled.")
+    assert h.hb("b", 3, group="classic", owned=[]).message == "Group classic is not a consumer group."
     described = h.consumer.describe("classic")
     assert described.error is ErrorCode.GROUP_ID_NOT_FOUND
 

@@ -38,8 +38,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Digest: sha256 over the sorted lines "hex(key) hex(value) name=hex(value),..." of the records.
  *
  * Modes: produce, consume, produce-consume (above; a group consume also prints "first_offset" per partition
- * and commits what it read) and consume-commit (see consumeCommit: process --count records in --group,
- * commitSync them, exit).
+ * and commits what it read), consume-commit (see consumeCommit: process --count records in --group,
+ * commitSync them, exit) and group-member (GroupMemberClient: a long-running member of --group, by default
+ * with group.protocol=consumer, driven by commands on stdin).
  *
  * Optional --producer-config and --consumer-config "k=v,k=v" add client properties (e.g. small batches and
  * fetch sizes, so that a consume takes many fetches).
@@ -52,6 +53,10 @@ public final class InteropClient {
 
     public static void main(String[] argv) throws Exception {
         Map<String, String> args = parseArgs(argv);
+        if ("group-member".equals(args.get("mode"))) {
+            GroupMemberClient.main(argv);
+            return;
+        }
         String bootstrap = args.get("bootstrap");
         String topic = args.get("topic");
         int count = Integer.parseInt(args.getOrDefault("count", "100"));
