@@ -448,7 +448,9 @@ class Cleaner:
                 continue
             out += written
             out_last_offset = batch.last_offset
-            max_timestamp = RecordBatch(written).max_timestamp
+            # An unchanged batch comes back as a view of its bytes; a rebuilt one as new bytes with its own header.
+            unchanged = isinstance(written, memoryview)
+            max_timestamp = batch.max_timestamp if unchanged else RecordBatch(written).max_timestamp
             if max_timestamp > out_max_timestamp:
                 out_max_timestamp, out_offset_of_max_timestamp = max_timestamp, batch.last_offset
             if len(out) >= _WRITE_CHUNK_BYTES:

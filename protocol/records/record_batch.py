@@ -7,8 +7,9 @@ Layout (big-endian, offsets from the batch start; see kafka-protocol-notes §5.1
     43 producerId q | 51 producerEpoch h | 53 baseSequence i | 57 recordsCount i | 61 records
 
 The CRC (CRC-32C) covers bytes 21..end, so the broker patches baseOffset and partitionLeaderEpoch
-without recomputing it. Header fields are read lazily with ``struct.unpack_from`` straight from
-the caller's buffer, so a view always reflects in-place patches made after it was created.
+without recomputing it. Over a mutable buffer, header fields are read lazily with ``struct.unpack_from`` straight
+from the caller's buffer, so a view always reflects in-place patches made after it was created; over immutable
+bytes (segment reads, request data) the header is unpacked once when the view is made.
 
 Decode speed, measured with ``.venv/bin/python -m minikafka.protocol.records.benchmark 200`` (200 batches x
 1,000 records, 10-byte key, 64-byte value, 1 header; best of 3; shared 2-vCPU EPYC, CPython 3.11):
@@ -89,6 +90,12 @@ class RecordBatch:
     """
 
     __slots__ = ("_buffer", "_position")
+
+    def __new__(cls, buffer: _Buffer, position: int = 0) -> RecordBatch:
+        # A view of bytes that cannot change gets its header read once (see `_FrozenRecordBatch`).
+        if cls is RecordBatch and (type(buffer) is bytes or (type(buffer) is memoryview and type(buffer.obj) is bytes)):
+            return object.__new__(_FrozenRecordBatch)
+        return object.__new__(cls)
 
     def __init__(self, buffer: _Buffer, position: int = 0) -> None:
         if position < 0 or len(buffer) - position < BATCH_HEADER_SIZE:
@@ -324,6 +331,52 @@ class RecordBatch:
 
     def _keys_python(self) -> Iterator[tuple[int, bytes | None]]:
         yield from scan_keys(self._records_section(), self.records_count, self.base_offset)
+
+
+
+class _FrozenRecordBatch(RecordBatch):
+    """A `RecordBatch` over immutable bytes (`bytes`, or a memoryview of them): the header is unpacked once, in
+    `__init__`, and its fields are plain slots, which shadow the parent's properties. The cleaner and the Fetch
+    and Produce paths read a dozen header fields per batch; with one-record batches the per-field
+    `struct.unpack_from` calls cost more than the records. Immutable bytes cannot be patched in place, so the
+    slots cannot go stale. Thread-safe (read-only)."""
+
+    __slots__ = ("attributes", "base_offset", "base_sequence", "base_timestamp", "batch_length", "crc", "is_control",
+                 "is_transactional", "last_offset", "last_offset_delta", "magic", "max_timestamp", "next_offset",
+                 "partition_leader_epoch", "producer_epoch", "producer_id", "records_count", "size_bytes")
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    size_bytes: int
+    last_offset: int
+    next_offset: int
+    is_control: bool
+    is_transactional: bool
+
+    def __init__(self, buffer: _Buffer, position: int = 0) -> None:
+        if position < 0 or len(buffer) - position < BATCH_HEADER_SIZE:
+            super().__init__(buffer, position)  # raises, with the parent's message
+        self._buffer = buffer
+        self._position = position
+        (self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
+         self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
+         self.base_sequence, self.records_count) = _HEADER.unpack_from(buffer, position)
+        self.size_bytes = self.batch_length + LOG_OVERHEAD
+        self.last_offset = self.base_offset + self.last_offset_delta
+        self.next_offset = self.last_offset + 1
+        self.is_control = bool(self.attributes & CONTROL_FLAG_MASK)
+        self.is_transactional = bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
 
 
 def iter_batches(buffer: _Buffer, position: int = 0, end: int | None = None) -> Iterator[RecordBatch]:

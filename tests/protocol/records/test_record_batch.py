@@ -189,3 +189,37 @@ def test_unknown_codec_is_reported_not_crashed() -> None:
     with pytest.raises(CorruptMessageError):
         list(batch.records())
     assert "attributes=0x5" in repr(batch)
+
+
+HEADER_FIELDS = ("base_offset", "batch_length", "size_bytes", "partition_leader_epoch", "magic", "crc", "attributes",
+                 "last_offset_delta", "last_offset", "next_offset", "base_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "records_count", "is_control", "is_transactional",
+                 "last_sequence", "timestamp_type", "has_delete_horizon", "delete_horizon_ms", "compression_type")
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.LZ4])
+def test_a_view_of_bytes_reads_the_same_fields_as_a_lazy_view(codec: CompressionType) -> None:
+    """Views of immutable bytes unpack the header once; every field must equal the lazy view's reading."""
+    records = [Record(40 + i, 5_000 + i, b"k%d" % i, None if i == 2 else b"v%d" % i) for i in range(4)]
+    data = build_batch(records, base_offset=40, compression=codec, producer_id=77, producer_epoch=3,
+                       base_sequence=2**31 - 2, is_transactional=True, partition_leader_epoch=9,
+                       delete_horizon_ms=123_456, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    padded = b"xx" + data
+    lazy = RecordBatch(bytearray(padded), 2)
+    for frozen in (RecordBatch(padded, 2), RecordBatch(memoryview(padded), 2), RecordBatch(memoryview(padded)[2:])):
+        assert type(frozen) is not type(lazy)
+        for field in HEADER_FIELDS:
+            assert getattr(frozen, field) == getattr(lazy, field), field
+        assert bytes(frozen.raw()) == data
+        assert frozen.is_valid()
+        assert [(r.offset, r.value) for r in frozen.records()] == [(r.offset, r.value) for r in lazy.records()]
+
+
+def test_views_of_mutable_buffers_stay_lazy() -> None:
+    """A view over a bytearray (directly, through a memoryview, or a read-only memoryview of it) sees later patches."""
+    for wrap in (lambda b: b, memoryview, lambda b: memoryview(b).toreadonly()):
+        underlying = bytearray(_batch_bytes(base_offset=5))
+        batch = RecordBatch(wrap(underlying))
+        set_base_offset(underlying, 0, 9)
+        assert batch.base_offset == 9
+        assert batch.last_offset == 11
