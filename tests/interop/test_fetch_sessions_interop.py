@@ -113,9 +113,69 @@ def test_kafka_broker_api_versions_shows_fetch_as_apache_kafka_advertises_it(
         pytest.skip(f"Apache Kafka tools unavailable: {exc}")
 
     def fetch_line(bootstrap: str) -> str:
-        done = run_tool(lib_dir, ("org.apache.kafka.tools.BrokerApiVersionsCommand",
-                                  "kafka.admin.BrokerApiVersionsCommand"), ["--bootstrap-server", bootstrap])
-        (line,) = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("Fetch(1)")]
-        return line.rstrip(",")
+        (line,) = [line for line in _api_version_lines(lib_dir, bootstrap) if line.startswith("Fetch(1)")]
+        return line
 
     assert fetch_line(target_bootstrap) == fetch_line(apache_kafka.bootstrap) == "Fetch(1): 4 to 18 [usable: 18]"
+
+
+#: APIs Apache Kafka 4.3 advertises that minikafka does not, none of which a Kafka 4 producer, consumer (classic or
+#: consumer protocol) or transactional client sends in normal operation. Implementing one means removing it here.
+NOT_USED_IN_NORMAL_OPERATION = {
+    "WriteTxnMarkers": "inter-broker: minikafka's transaction coordinator writes the markers itself",
+    "AlterReplicaLogDirs": "admin: moves replicas between log dirs",
+    "CreateDelegationToken": "admin: delegation tokens are not implemented",
+    "RenewDelegationToken": "admin: delegation tokens",
+    "ExpireDelegationToken": "admin: delegation tokens",
+    "DescribeDelegationToken": "admin: delegation tokens",
+    "ElectLeaders": "admin: one node holds the only replica",
+    "AlterPartitionReassignments": "admin: one node, nothing to reassign",
+    "ListPartitionReassignments": "admin: one node, nothing to reassign",
+    "DescribeQuorum": "KRaft: no controller quorum",
+    "UpdateFeatures": "admin: finalized features are fixed (transaction.version via minikafka.transaction.version)",
+    "UnregisterBroker": "KRaft: no controller quorum",
+    "ListConfigResources": "admin: kafka-configs --describe --all of client-metrics and group resources",
+    "AddRaftVoter": "KRaft: no controller quorum",
+    "RemoveRaftVoter": "KRaft: no controller quorum",
+    "ShareGroupHeartbeat": "KIP-932 share groups (KafkaShareConsumer), not implemented",
+    "ShareGroupDescribe": "KIP-932 share groups",
+    "ShareFetch": "KIP-932 share groups",
+    "ShareAcknowledge": "KIP-932 share groups",
+    "InitializeShareGroupState": "KIP-932 share groups (inter-broker)",
+    "ReadShareGroupState": "KIP-932 share groups (inter-broker)",
+    "WriteShareGroupState": "KIP-932 share groups (inter-broker)",
+    "DeleteShareGroupState": "KIP-932 share groups (inter-broker)",
+    "ReadShareGroupStateSummary": "KIP-932 share groups (inter-broker)",
+    "DescribeShareGroupOffsets": "KIP-932 share groups (admin)",
+    "AlterShareGroupOffsets": "KIP-932 share groups (admin)",
+    "DeleteShareGroupOffsets": "KIP-932 share groups (admin)",
+    "StreamsGroupHeartbeat": "KIP-1071 streams groups (Kafka Streams with group.protocol=streams), not implemented",
+    "StreamsGroupDescribe": "KIP-1071 streams groups",
+}
+
+
+def _api_version_lines(lib_dir: Any, bootstrap: str) -> list[str]:
+    main_classes = ("org.apache.kafka.tools.BrokerApiVersionsCommand", "kafka.admin.BrokerApiVersionsCommand")
+    done = run_tool(lib_dir, main_classes, ["--bootstrap-server", bootstrap])
+    return [line.strip().rstrip(",") for line in done.stdout.splitlines() if "(" in line and "):" in line]
+
+
+def test_kafka_broker_api_versions_lists_no_normally_used_api_as_unsupported(
+        target_bootstrap: str, apache_kafka: Any) -> None:
+    """Every API `kafka-broker-api-versions` shows as UNSUPPORTED on minikafka but not on Apache Kafka is one a
+    Kafka 4 client does not use in normal operation (the telemetry APIs are unsupported on both: a broker without a
+    client-metrics plugin does not advertise them)."""
+    try:
+        lib_dir = ensure_kafka_jars()
+    except KafkaHarnessError as exc:
+        pytest.skip(f"Apache Kafka tools unavailable: {exc}")
+
+    def unsupported(bootstrap: str) -> set[str]:
+        lines = _api_version_lines(lib_dir, bootstrap)
+        assert any(line.startswith("Produce(0)") for line in lines), lines
+        return {line.split("(", 1)[0] for line in lines if line.endswith("UNSUPPORTED")}
+
+    ours, apache = unsupported(target_bootstrap), unsupported(apache_kafka.bootstrap)
+    assert {"GetTelemetrySubscriptions", "PushTelemetry"} <= apache
+    expected = set() if target_bootstrap == apache_kafka.bootstrap else set(NOT_USED_IN_NORMAL_OPERATION)
+    assert ours - apache == expected
