@@ -149,7 +149,7 @@ class Dispatcher:
         if quotas.quotas_enabled:  # client quotas (KIP-219): throttle_time_ms in the response, the connection muted
             record_network_time(quotas, event, session, time.perf_counter_ns() - encoding_started)
             frame = throttle(quotas, event, session, response, frame, handler.busy_ns)
-        self.metrics.observe_request(_request_name(event.api_key), time.perf_counter() - started)
+        self.metrics.observe_request(REQUEST_NAMES[event.api_key], time.perf_counter() - started)
         if event.api_key is ApiKey.PRODUCE:
             self.metrics.bytes_in.inc(event.size_bytes)
         elif event.api_key is ApiKey.FETCH and frame is not None:
@@ -160,3 +160,7 @@ class Dispatcher:
 def _request_name(api_key: ApiKey) -> str:
     """Kafka's request names as in its metrics: PRODUCE -> Produce, LIST_OFFSETS -> ListOffsets."""
     return "".join(part.capitalize() for part in api_key.name.split("_"))
+
+
+#: `_request_name` of every API key, computed once rather than per request.
+REQUEST_NAMES: dict[ApiKey, str] = {api_key: _request_name(api_key) for api_key in ApiKey}

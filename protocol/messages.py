@@ -123,6 +123,7 @@ from kafka.protocol.sasl import (
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.errors import ProtocolError
 from minikafka.protocol.fetch_response import FetchResponse as EncodedFetchResponse
+from minikafka.protocol.produce_response import ProduceResponse as EncodedProduceResponse
 from minikafka.protocol.schemas import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -215,9 +216,9 @@ def response_class(api_key: ApiKey, api_version: int) -> Any:
 
 
 def encode_response(response: Any, correlation_id: int) -> bytes:
-    """Encode `response` (a versioned kafka-python response object, or the hand-written `FetchResponse`) with
-    its header, size-prefixed."""
-    if isinstance(response, EncodedFetchResponse):
+    """Encode `response` (a versioned kafka-python response object, or the hand-written `FetchResponse` or
+    `ProduceResponse`) with its header, size-prefixed."""
+    if isinstance(response, (EncodedProduceResponse, EncodedFetchResponse)):
         return response.to_bytes(correlation_id)
     if type(response).encode_header is _GENERIC_ENCODE_HEADER:  # not ApiVersions' (always header v0)
         # kafka-python's generic header encoder costs as much as a small body: write the header by hand.
