@@ -10,9 +10,7 @@ bench/throughput.py. Only ever binds 127.0.0.1.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import signal
 import struct
 import subprocess
 import sys
@@ -22,8 +20,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
+from bench import jvm_process
+from bench.jvm_process import JvmProcess
 from bench.kafka_jars import (
     DEFAULT_CACHE_DIR,
     KAFKA_VERSION,
@@ -46,7 +45,6 @@ __all__ = [
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
 
 SERVER_LOG4J2 = """status = warn
 appender.file.type = File
@@ -63,7 +61,7 @@ logger.state.level = warn
 """
 
 
-class ApacheKafka:
+class ApacheKafka(JvmProcess):
     """One single-node KRaft Apache Kafka process (broker+controller) under `work_dir`.
 
     Owns the JVM subprocess (its own process group), its server.properties, log4j config and log.dirs.
@@ -98,7 +96,6 @@ class ApacheKafka:
         self.lib_dir = lib_dir
         self.log_dir = self.work_dir / "kafka-logs"
         self.server_log = self.work_dir / "server.log"
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -191,38 +188,7 @@ class ApacheKafka:
         )
 
     def _log_tail(self, lines: int = 30) -> str:
-        texts = []
-        for path in (self.work_dir / "stdout.log", self.server_log):
-            if path.exists():
-                texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
-        return "\n".join(texts)
-
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """SIGTERM the JVM's process group (Kafka shuts down cleanly); SIGKILL after `timeout_s`."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        _signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait(timeout=10)
-
-    def __enter__(self) -> ApacheKafka:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
+        return jvm_process.log_tail((self.work_dir / "stdout.log", self.server_log), lines)
 
 
 def _kafka_uuid() -> str:

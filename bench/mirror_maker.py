@@ -11,15 +11,14 @@ Kafka distribution. The migration test (tests/interop/test_mirror_maker.py) driv
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
+from bench import jvm_process
+from bench.jvm_process import JvmProcess
 from bench.kafka_jars import (
     DEFAULT_CACHE_DIR,
     KAFKA_VERSION,
@@ -30,7 +29,6 @@ from bench.kafka_jars import (
 from minikafka.pipeline.maven_jars import JarFetchError, MavenArtifact, ensure_maven_jars
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
-STOP_TIMEOUT_S = 30.0
 # A migration keeps the topic names (`orders`, not `mini.orders` as in an active/active pair).
 IDENTITY_REPLICATION_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 # Connect logs every client config at INFO; keep the flow's own progress and every warning.
@@ -131,7 +129,7 @@ def properties_text(properties: Mapping[str, str]) -> str:
     return "".join(f"{key} = {value}\n" for key, value in properties.items())
 
 
-class MirrorMaker:
+class MirrorMaker(JvmProcess):
     """One dedicated-mode MirrorMaker 2 JVM replicating `source -> target`, its mm2.properties and log under
     `work_dir`.
 
@@ -158,7 +156,6 @@ class MirrorMaker:
         self.lib_dir = lib_dir
         self.heap = heap
         self.log_file = self.work_dir / "mirror-maker.log"
-        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> MirrorMaker:
         lib_dir = self.lib_dir = self.lib_dir or ensure_mirror_maker_jars()
@@ -197,38 +194,7 @@ class MirrorMaker:
         return entries
 
     def log_tail(self, lines: int = 40) -> str:
-        texts = []
-        for path in (self.work_dir / "stdout.log", self.log_file):
-            if path.exists():
-                texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
-        return "\n".join(texts)
-
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """SIGTERM the JVM's process group (MM2 stops its connectors and commits); SIGKILL after `timeout_s`."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        _signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait(timeout=10)
-
-    def __enter__(self) -> MirrorMaker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
+        return jvm_process.log_tail((self.work_dir / "stdout.log", self.log_file), lines)
 
 
 def _main(argv: list[str] | None = None) -> int:
