@@ -46,15 +46,7 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
 
-SERVER_LOG4J2 = """status = warn
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = {log_file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = FILE
-logger.kafka.name = kafka
+SERVER_LOG4J2 = jvm_process.FILE_LOG4J2 + """logger.kafka.name = kafka
 logger.kafka.level = info
 logger.state.name = state.change.logger
 logger.state.level = warn

@@ -15,6 +15,16 @@ from types import TracebackType
 from typing import Self
 
 STOP_TIMEOUT_S = 30.0
+#: Log4j2 configuration head: INFO and up to `{log_file}`; a harness appends its own `logger.*` levels.
+FILE_LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+"""
 
 
 class JvmProcess:

@@ -32,15 +32,7 @@ MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 # A migration keeps the topic names (`orders`, not `mini.orders` as in an active/active pair).
 IDENTITY_REPLICATION_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 # Connect logs every client config at INFO; keep the flow's own progress and every warning.
-MM2_LOG4J2 = """status = warn
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = {log_file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = FILE
-logger.configs.name = org.apache.kafka.common.config
+MM2_LOG4J2 = jvm_process.FILE_LOG4J2 + """logger.configs.name = org.apache.kafka.common.config
 logger.configs.level = warn
 logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
 logger.appinfo.level = warn

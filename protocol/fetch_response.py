@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from minikafka.protocol.response_frame import Buffer, BufferedFrame
+from minikafka.protocol.wire_writers import ZERO_UUID, array_length, nullable_length, string
 
 #: Versions this encoder writes (those the broker serves).
 MIN_VERSION, MAX_VERSION = 4, 18
@@ -97,15 +98,15 @@ class FetchResponse:
             head += _TOP_V7.pack(self.throttle_time_ms, self.error_code, self.session_id)
         else:
             head += _INT32.pack(self.throttle_time_ms)
-        _array_length(head, len(self.responses), flexible)
+        array_length(head, len(self.responses), flexible)
         size = 0
         partition_struct = _PARTITION_V5 if version >= 5 else _PARTITION_V4
         for topic in self.responses:
             if version >= _FIRST_TOPIC_ID:
-                head += (topic.topic_id or _ZERO_UUID).bytes
+                head += (topic.topic_id or ZERO_UUID).bytes
             else:
-                _string(head, topic.topic or "", flexible)
-            _array_length(head, len(topic.partitions), flexible)
+                string(head, topic.topic or "", flexible)
+            array_length(head, len(topic.partitions), flexible)
             for partition in topic.partitions:
                 if version >= 5:
                     head += partition_struct.pack(partition.partition_index, partition.error_code,
@@ -116,9 +117,9 @@ class FetchResponse:
                                                   partition.high_watermark, partition.last_stable_offset)
                 aborted = partition.aborted_transactions
                 if aborted is None:
-                    _nullable_length(head, None, flexible)
+                    nullable_length(head, None, flexible)
                 else:
-                    _array_length(head, len(aborted), flexible)
+                    array_length(head, len(aborted), flexible)
                     for producer_id, first_offset in aborted:
                         head += _ABORTED.pack(producer_id, first_offset)
                         if flexible:
@@ -127,10 +128,10 @@ class FetchResponse:
                     head += _INT32.pack(partition.preferred_read_replica)
                 records = partition.records
                 if records is None:
-                    _nullable_length(head, None, flexible)
+                    nullable_length(head, None, flexible)
                 else:
                     length = len(records)
-                    _nullable_length(head, length, flexible)
+                    nullable_length(head, length, flexible)
                     if length >= COALESCE_BYTES:
                         size += len(head)
                         buffers.append(head)
@@ -155,40 +156,6 @@ class FetchResponse:
     def to_bytes(self, correlation_id: int) -> bytes:
         """The whole frame in one `bytes` (a copy: for tests and callers that need one buffer)."""
         return b"".join(self.encode_frame(correlation_id).buffers)
-
-
-_ZERO_UUID = uuid.UUID(int=0)
-
-
-def _unsigned_varint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _array_length(out: bytearray, length: int, flexible: bool) -> None:
-    if flexible:
-        _unsigned_varint(out, length + 1)
-    else:
-        out += _INT32.pack(length)
-
-
-def _nullable_length(out: bytearray, length: int | None, flexible: bool) -> None:
-    """The length of a nullable array or bytes field (-1, or 0 when flexible, for null)."""
-    if flexible:
-        _unsigned_varint(out, 0 if length is None else length + 1)
-    else:
-        out += _INT32.pack(-1 if length is None else length)
-
-
-def _string(out: bytearray, value: str, flexible: bool) -> None:
-    data = value.encode("utf-8")
-    if flexible:
-        _unsigned_varint(out, len(data) + 1)
-    else:
-        out += _INT16.pack(len(data))
-    out += data
 
 
 __all__ = ["COALESCE_BYTES", "AbortedTransaction", "FetchResponse", "FetchableTopicResponse", "PartitionData"]

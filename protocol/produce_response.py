@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from minikafka.protocol.wire_writers import ZERO_UUID, nullable_string, string, unsigned_varint
+
 #: Versions this encoder writes (the broker serves 3-12; v0-2 are advertised but refused, as in Kafka 4).
 MIN_VERSION, MAX_VERSION = 3, 13
 
@@ -32,7 +34,6 @@ _FIRST_FLEXIBLE = 9
 _FIRST_TAGGED = 10
 _FIRST_TOPIC_ID = 13
 
-_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _HEADER_V0 = struct.Struct(">iii")  # frame size, correlation id, topic count
 _HEADER_V1 = struct.Struct(">iiB")  # frame size, correlation id, no header tagged fields
@@ -120,9 +121,7 @@ class ProduceResponse:
         with_log_start_offset = version >= _FIRST_LOG_START_OFFSET
         with_record_errors = version >= _FIRST_RECORD_ERRORS
         for topic in self.responses:
-            name = (topic.name or "").encode()
-            out += _INT16.pack(len(name))
-            out += name
+            string(out, topic.name or "", False)
             out += _INT32.pack(len(topic.partition_responses))
             for p in topic.partition_responses:
                 if with_log_start_offset:
@@ -134,30 +133,30 @@ class ProduceResponse:
                     out += _INT32.pack(len(p.record_errors))
                     for batch_index, message in p.record_errors:
                         out += _INT32.pack(batch_index)
-                        _nullable_string(out, message)
-                    _nullable_string(out, p.error_message)
+                        nullable_string(out, message, False)
+                    nullable_string(out, p.error_message, False)
         out += _INT32.pack(self.throttle_time_ms)
 
     def _write_topics_flexible(self, out: bytearray) -> None:
         """v9+: compact lengths, tagged fields after each struct; v10+ may carry the KIP-951 tagged fields."""
         with_tagged = self.version >= _FIRST_TAGGED
         with_topic_id = self.version >= _FIRST_TOPIC_ID
-        _unsigned_varint(out, len(self.responses) + 1)
+        unsigned_varint(out, len(self.responses) + 1)
         for topic in self.responses:
             if with_topic_id:
-                out += (topic.topic_id or _ZERO_UUID).bytes
+                out += (topic.topic_id or ZERO_UUID).bytes
             else:
-                _compact_string(out, topic.name or "")
-            _unsigned_varint(out, len(topic.partition_responses) + 1)
+                string(out, topic.name or "", True)
+            unsigned_varint(out, len(topic.partition_responses) + 1)
             for p in topic.partition_responses:
                 out += _PARTITION_V5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
                                           p.log_start_offset)
-                _unsigned_varint(out, len(p.record_errors) + 1)
+                unsigned_varint(out, len(p.record_errors) + 1)
                 for batch_index, message in p.record_errors:
                     out += _INT32.pack(batch_index)
-                    _compact_nullable_string(out, message)
+                    nullable_string(out, message, True)
                     out.append(0)  # no tagged fields
-                _compact_nullable_string(out, p.error_message)
+                nullable_string(out, p.error_message, True)
                 leader = p.current_leader
                 if with_tagged and leader is not None:
                     out += _LEADER.pack(1, 0, 9, leader.leader_id, leader.leader_epoch, 0)
@@ -167,50 +166,18 @@ class ProduceResponse:
         out += _INT32.pack(self.throttle_time_ms)
         if with_tagged and self.node_endpoints:
             endpoints = bytearray()
-            _unsigned_varint(endpoints, len(self.node_endpoints) + 1)
+            unsigned_varint(endpoints, len(self.node_endpoints) + 1)
             for node in self.node_endpoints:
                 endpoints += _INT32.pack(node.node_id)
-                _compact_string(endpoints, node.host)
+                string(endpoints, node.host, True)
                 endpoints += _INT32.pack(node.port)
-                _compact_nullable_string(endpoints, node.rack)
+                nullable_string(endpoints, node.rack, True)
                 endpoints.append(0)  # no tagged fields
             out += b"\x01\x00"  # one tagged field, tag 0
-            _unsigned_varint(out, len(endpoints))
+            unsigned_varint(out, len(endpoints))
             out += endpoints
         else:
             out += _NO_TAGGED_FIELDS
-
-
-_ZERO_UUID = uuid.UUID(int=0)
-
-
-def _unsigned_varint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _nullable_string(out: bytearray, value: str | None) -> None:
-    if value is None:
-        out += b"\xff\xff"
-    else:
-        data = value.encode()
-        out += _INT16.pack(len(data))
-        out += data
-
-
-def _compact_string(out: bytearray, value: str) -> None:
-    data = value.encode()
-    _unsigned_varint(out, len(data) + 1)
-    out += data
-
-
-def _compact_nullable_string(out: bytearray, value: str | None) -> None:
-    if value is None:
-        out.append(0)
-    else:
-        _compact_string(out, value)
 
 
 __all__ = [

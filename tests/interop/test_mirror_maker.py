@@ -60,14 +60,6 @@ def kafka(tmp_path_factory: pytest.TempPathFactory, kafka_lib_dir: Path) -> Iter
         yield node
 
 
-def _migrate(tmp_path: Path, minikafka: BrokerProcess, kafka: ApacheKafka, lib_dir: Path, source: str,
-             target: str) -> MigrationResult:
-    clusters = {"mini": minikafka.bootstrap, "kafka": kafka.bootstrap}
-    result = run_migration(tmp_path, clusters, source, target, lib_dir=lib_dir)
-    print(f"MirrorMaker 2 {source} -> {target}: {result.mirror_maker_s:.1f} s wall time")
-    return result
-
-
 def _check_result(result: MigrationResult) -> None:
     """run_migration raises on any failed check; restate the headline facts so a reader sees them here."""
     per_partition = (BACKLOG_RECORDS + LIVE_RECORDS) // ORDER_PARTITIONS  # all read on the source
@@ -77,18 +69,13 @@ def _check_result(result: MigrationResult) -> None:
     assert result.target_topic_configs == {"cleanup.policy": "compact", LIVE_CONFIG_CHANGE[0]: LIVE_CONFIG_CHANGE[1]}
 
 
-def test_minikafka_to_apache_kafka(tmp_path: Path, minikafka: BrokerProcess, kafka: ApacheKafka,
-                                   mirror_maker_lib_dir: Path, record_property: Callable[[str, object], None]
-                                   ) -> None:
-    result = _migrate(tmp_path, minikafka, kafka, mirror_maker_lib_dir, "mini", "kafka")
-    record_property("mirror_maker_s", round(result.mirror_maker_s, 1))
-    _check_result(result)
-
-
-def test_apache_kafka_to_minikafka(tmp_path: Path, minikafka: BrokerProcess, kafka: ApacheKafka,
-                                   mirror_maker_lib_dir: Path, record_property: Callable[[str, object], None]
-                                   ) -> None:
-    result = _migrate(tmp_path, minikafka, kafka, mirror_maker_lib_dir, "kafka", "mini")
+@pytest.mark.parametrize(("source", "target"), [("mini", "kafka"), ("kafka", "mini")],
+                         ids=["minikafka_to_apache_kafka", "apache_kafka_to_minikafka"])
+def test_migration(tmp_path: Path, minikafka: BrokerProcess, kafka: ApacheKafka, mirror_maker_lib_dir: Path,
+                   record_property: Callable[[str, object], None], source: str, target: str) -> None:
+    clusters = {"mini": minikafka.bootstrap, "kafka": kafka.bootstrap}
+    result = run_migration(tmp_path, clusters, source, target, lib_dir=mirror_maker_lib_dir)
+    print(f"MirrorMaker 2 {source} -> {target}: {result.mirror_maker_s:.1f} s wall time")
     record_property("mirror_maker_s", round(result.mirror_maker_s, 1))
     _check_result(result)
 
