@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -45,6 +46,9 @@ __all__ = [
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
+#: Starts tried when a port picked by `free_port` was taken by another process before the JVM bound it (parallel
+#: test workers start several brokers at once).
+BIND_ATTEMPTS = 3
 
 SERVER_LOG4J2 = jvm_process.FILE_LOG4J2 + """logger.kafka.name = kafka
 logger.kafka.level = info
@@ -76,6 +80,7 @@ class ApacheKafka(JvmProcess):
         their SASL/SSL settings go in `properties` by Kafka's names. `scram_credentials` are passed to
         `kafka-storage format --add-scram` (`'SCRAM-SHA-256=[name=admin,password=admin-secret]'`)."""
         self.work_dir = Path(work_dir)
+        self.fixed_port = port is not None
         self.port = port if port is not None else free_port()
         self.controller_port = free_port()
         self.heap = heap
@@ -130,6 +135,20 @@ class ApacheKafka(JvmProcess):
         return props
 
     def start(self) -> ApacheKafka:
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except _PortTakenError:
+                if attempt == BIND_ATTEMPTS:
+                    raise
+            # Nothing was served yet: new ports, and a log dir formatted anew.
+            self.port = self.port if self.fixed_port else free_port()
+            self.controller_port = free_port()
+            self.listener_ports = {name: free_port() for name in self.extra_listeners}
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> ApacheKafka:
         lib_dir = self.lib_dir = self.lib_dir or ensure_kafka_jars()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "server.properties"
@@ -165,9 +184,9 @@ class ApacheKafka(JvmProcess):
         while time.monotonic() < deadline:
             assert self.process is not None
             if self.process.poll() is not None:
-                raise KafkaHarnessError(
-                    f"Apache Kafka exited with {self.process.returncode} during startup:\n{self._log_tail()}"
-                )
+                whole_log = jvm_process.log_tail((self.work_dir / "stdout.log", self.server_log), 1_000_000)
+                error = _PortTakenError if "Address already in use" in whole_log else KafkaHarnessError
+                raise error(f"Apache Kafka exited with {self.process.returncode} during startup:\n{self._log_tail()}")
             try:
                 if metadata_broker_count(LOOPBACK, self.port) >= 1:
                     return
@@ -181,6 +200,10 @@ class ApacheKafka(JvmProcess):
 
     def _log_tail(self, lines: int = 30) -> str:
         return jvm_process.log_tail((self.work_dir / "stdout.log", self.server_log), lines)
+
+
+class _PortTakenError(KafkaHarnessError):
+    """Kafka could not bind a port `free_port` had found free."""
 
 
 def _kafka_uuid() -> str:
