@@ -129,8 +129,7 @@ class KafkaServer:
             scram_credentials=self.scram_credentials,
             quotas=self.quotas,
         )
-        await self.socket_server.start(Dispatcher(ctx, self.metrics))
-        self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
+        # The HTTP port comes up before the Kafka listeners: a client that got a Metadata answer can scrape.
         metrics_port = int(self.config["minikafka.metrics.port"])
         if metrics_port >= 0:
             # Once security is configured, /admin/* needs a super user's or a CLUSTER-ACL holder's credentials.
@@ -142,6 +141,8 @@ class KafkaServer:
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             await self.admin_http.start()
+        await self.socket_server.start(Dispatcher(ctx, self.metrics))
+        self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
         self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
         self._schedule(
