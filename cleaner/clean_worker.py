@@ -319,6 +319,12 @@ class CleanWorker:
         try:
             conn.send(message)
         except (OSError, ValueError) as exc:
+            # Usually the worker died first: say how, as _receive does, instead of only the pipe's symptom.
+            process = self._process
+            if process is not None:
+                process.join(1.0)
+                if process.exitcode is not None:
+                    raise CleanWorkerCrashedError(f"{self._death_text(process)}; pipe broken: {exc}") from exc
             raise CleanWorkerCrashedError(f"cleaner worker pipe broken: {exc}") from exc
 
     def _receive(self, process: BaseProcess, conn: Connection,
