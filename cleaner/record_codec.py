@@ -49,6 +49,7 @@ _MAX_BATCH_SIZE_BYTES = 2**31 - 1
 # length 6 | attributes 0 | timestamp delta 0 | offset delta 0 | key -1 | value -1 | 0 headers
 _PLACEHOLDER_BYTES = 7
 _offset_of = attrgetter("offset")
+_key_of = attrgetter("key")
 
 
 class RecordLike(Protocol):
@@ -105,8 +106,9 @@ def collect_latest_offsets(batch: RecordBatch, latest_by_key: dict[Any, int]) ->
             for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
                 latest_by_key[key] = offset
             return
-        for record in reader:
-            latest_by_key[record.key] = record.offset
+        records, offsets_of = tee(reader)
+        # dict.update over (key, offset) pairs stores in record order (the latest offset wins), all in C.
+        latest_by_key.update(zip(map(_key_of, records), map(_offset_of, offsets_of)))
     except CorruptMessageError:
         raise
     except Exception as exc:  # aiokafka reports bad records and codec failures with assorted types
