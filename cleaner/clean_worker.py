@@ -322,9 +322,9 @@ class CleanWorker:
             # Usually the worker died first: say how, as _receive does, instead of only the pipe's symptom.
             process = self._process
             if process is not None:
-                process.join(1.0)
+                death = self._death_text(process)  # waits up to 1 s for the exit
                 if process.exitcode is not None:
-                    raise CleanWorkerCrashedError(f"{self._death_text(process)}; pipe broken: {exc}") from exc
+                    raise CleanWorkerCrashedError(f"{death}; pipe broken: {exc}") from exc
             raise CleanWorkerCrashedError(f"cleaner worker pipe broken: {exc}") from exc
 
     def _receive(self, process: BaseProcess, conn: Connection,

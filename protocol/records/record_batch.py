@@ -333,7 +333,6 @@ class RecordBatch:
         yield from scan_keys(self._records_section(), self.records_count, self.base_offset)
 
 
-
 class _FrozenRecordBatch(RecordBatch):
     """A `RecordBatch` over immutable bytes (`bytes`, or a memoryview of them): the header is unpacked once, in
     `__init__`, and its fields are plain slots, which shadow the parent's properties. The cleaner and the Fetch
