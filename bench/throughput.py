@@ -1,7 +1,7 @@
 """Produce/consume throughput of minikafka vs. Apache Kafka, measured side by side with Kafka's own tools.
 
     .venv/bin/python -m bench.throughput [--quick] [--only apache|minikafka] [--scale F] [--compression none,lz4]
-        [--warm-up-records N] [--latency SECONDS] [--no-record]
+        [--warm-up-records N] [--rounds N] [--latency SECONDS] [--no-record]
 
 The load generator is the same for both brokers: org.apache.kafka.tools.ProducerPerformance and
 ConsumerPerformance from the Apache Kafka jars (bench/kafka_jars.py). Matrix: record sizes 1024 and 100 bytes,
@@ -9,9 +9,14 @@ ConsumerPerformance from the Apache Kafka jars (bench/kafka_jars.py). Matrix: re
 same warm-up (produce and consume `--warm-up-records` of every record size and codec of the matrix) so Kafka's JIT
 is warm. Next to MB/s each operation reports the broker's CPU-seconds per GB: utime+stime of the broker process
 and all its descendants (minikafka's cleaner workers; Kafka's JVM) from /proc (bench/proc_cpu.py), read before
-and after the operation, divided by the payload moved (records x record bytes / 1e9). `--latency SECONDS` adds the
-end-to-end latency case of bench/e2e_latency.py (1,000 msg/s of 200 B) on each broker. Results are printed as
-tables and appended to BENCHMARKS.md.
+and after the operation, divided by the payload moved (records x record bytes / 1e9).
+
+With `--rounds 1` (the default) minikafka runs every case, then Apache Kafka does, one broker at a time; a single
+run of a case varies a lot on the shared machine. `--rounds N` (N > 1, bench/throughput_rounds.py) starts both
+brokers once and, per round and case, runs each operation on both back to back (on a fresh topic each; which broker
+goes first alternates by round), then reports medians and the median of the per-round minikafka / Kafka ratios.
+`--latency SECONDS` adds the end-to-end latency case of bench/e2e_latency.py (1,000 msg/s of 200 B) on each broker,
+once, after the throughput cases. Results are printed as tables and appended to BENCHMARKS.md (unless --no-record).
 """
 
 from __future__ import annotations
@@ -242,6 +247,17 @@ def idle_cpu_percent(pid: int, seconds: float = IDLE_SECONDS) -> float:
     return 100.0 * cpu.seconds / seconds
 
 
+def case_topic(index: int, case: Case) -> str:
+    return f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}-{case.compression}"
+
+
+def operations(lib_dir: Path, bootstrap: str, topic: str, case: Case) -> tuple[Callable[[], Measurement], ...]:
+    """The operations of OPS, in that order, on `topic` (already created) of one broker."""
+    return (partial(run_producer_perf, lib_dir, bootstrap, topic, case),
+            partial(run_consumer_perf, lib_dir, bootstrap, topic, case),
+            partial(run_assigned_consume, bootstrap, topic, case))
+
+
 def measure(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: list[Case],
             warm_up_records: int = 50_000) -> dict[Case, tuple[Measurement, ...]]:
     """Every case on one broker (`pid`: its process, for CPU): produce, consume (group), consume (assign)."""
@@ -249,12 +265,11 @@ def measure(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: list[Case
     print(f"[{name}] warm-up: {warm_up_records} records per record size and codec", flush=True)
     warm_up(bootstrap, lib_dir, cases, warm_up_records)
     for index, case in enumerate(cases):
-        topic = f"bench-{index}-{case.record_bytes}b-{case.partitions}p-acks{case.acks}-{case.compression}"
+        topic = case_topic(index, case)
         print(f"[{name}] {case.label}, {case.num_records} records", flush=True)
         create_topic(bootstrap, topic, case.partitions)
-        produced = with_broker_cpu(pid, case, partial(run_producer_perf, lib_dir, bootstrap, topic, case))
-        consumed = with_broker_cpu(pid, case, partial(run_consumer_perf, lib_dir, bootstrap, topic, case))
-        assigned = with_broker_cpu(pid, case, partial(run_assigned_consume, bootstrap, topic, case))
+        produced, consumed, assigned = [with_broker_cpu(pid, case, run)
+                                        for run in operations(lib_dir, bootstrap, topic, case)]
         print(f"  produce {produced.mb_per_s:.1f} MB/s {produced.cpu_s_per_gb:.2f} CPU-s/GB, "
               f"consume {consumed.mb_per_s:.1f} MB/s {consumed.cpu_s_per_gb:.2f} CPU-s/GB (group), "
               f"{assigned.mb_per_s:.1f} MB/s {assigned.cpu_s_per_gb:.2f} CPU-s/GB (assign)", flush=True)
@@ -293,12 +308,36 @@ def measure_broker(name: str, bootstrap: str, pid: int, lib_dir: Path, cases: li
     """Throughput cases (unless `--latency-only`), the broker's idle CPU, then the latency case if asked for."""
     if not args.latency_only:
         results[name] = measure(name, bootstrap, pid, lib_dir, cases, args.warm_up_records)
+    after_throughput(name, bootstrap, pid, args, latencies, notes)
+
+
+def after_throughput(name: str, bootstrap: str, pid: int, args: argparse.Namespace,
+                     latencies: dict[str, LatencyResult], notes: list[str]) -> None:
+    """The broker's idle CPU (a note), then the latency case if `--latency` asks for it."""
     notes.append(f"{name} idle CPU over {IDLE_SECONDS:g} s after the throughput cases: "
                  f"{idle_cpu_percent(pid):.1f}% of a core (counted in its CPU-s/GB: every window includes the "
                  "client JVM's start-up)")
     if args.latency:
         print(f"[{name}] end-to-end latency, {args.latency:g} s", flush=True)
         latencies[name] = measure_latency(bootstrap, pid, LatencySettings(seconds=args.latency), "bench-e2e-latency")
+
+
+def measure_in_turn(work: Path, lib_dir: Path, cases: list[Case], args: argparse.Namespace, results: Results,
+                    latencies: dict[str, LatencyResult], notes: list[str]) -> None:
+    """`--rounds 1`: minikafka started, measured and stopped, then Apache Kafka (or only the one of `--only`)."""
+    if args.only in (None, "minikafka"):
+        (work / "mk").mkdir()
+        try:
+            with minikafka_server(work / "mk") as (bootstrap, pid):
+                measure_broker("minikafka", bootstrap, pid, lib_dir, cases, args, results, latencies, notes)
+        except RuntimeError as exc:
+            notes.append(f"minikafka not measured: {str(exc).splitlines()[0]}")
+            print(f"minikafka could not be measured: {exc}", file=sys.stderr)
+    if args.only in (None, "apache"):
+        with ApacheKafka(work / "apache", lib_dir=lib_dir) as kafka:
+            assert kafka.process is not None
+            measure_broker("apache", kafka.bootstrap, kafka.process.pid, lib_dir, cases, args, results, latencies,
+                           notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,10 +352,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
                         help="also run the end-to-end latency case (1,000 msg/s of 200 B) for SECONDS per broker")
     parser.add_argument("--latency-only", action="store_true", help="only the latency case (needs --latency)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="N > 1: both brokers running at once, every case on both back to back per round; "
+                        "medians and paired ratios (bench/throughput_rounds.py)")
     parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     args = parser.parse_args(argv)
     if args.latency_only and not args.latency:
         parser.error("--latency-only needs --latency SECONDS")
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
+    if args.rounds > 1 and args.latency_only:
+        parser.error("--rounds N > 1 repeats the throughput cases; --latency-only runs none")
     command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in (argv or sys.argv[1:]))
     cases = [] if args.latency_only else matrix(args.quick, args.scale, tuple(args.compression.split(",")))
     lib_dir = ensure_kafka_jars()
@@ -325,33 +371,27 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = [f"load average {os.getloadavg()[0]:.1f} at the start (the 2 cores are shared)"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-") as work:
-        if args.only in (None, "minikafka"):
-            (Path(work) / "mk").mkdir()
-            try:
-                with minikafka_server(Path(work) / "mk") as (bootstrap, pid):
-                    measure_broker("minikafka", bootstrap, pid, lib_dir, cases, args, results, latencies, notes)
-            except RuntimeError as exc:
-                notes.append(f"minikafka not measured: {str(exc).splitlines()[0]}")
-                print(f"minikafka could not be measured: {exc}", file=sys.stderr)
-        if args.only in (None, "apache"):
-            with ApacheKafka(Path(work) / "apache", lib_dir=lib_dir) as kafka:
-                assert kafka.process is not None
-                measure_broker("apache", kafka.bootstrap, kafka.process.pid, lib_dir, cases, args, results,
-                               latencies, notes)
+        if args.rounds > 1:
+            from bench.throughput_rounds import measure_rounds, rounds_tables  # it imports this module
+
+            rendered = rounds_tables(measure_rounds(Path(work), lib_dir, cases, args, latencies, notes), cases)
+        else:
+            measure_in_turn(Path(work), lib_dir, cases, args, results, latencies, notes)
+            rendered = "" if args.latency_only else table(results, cases)
     elapsed_s = time.monotonic() - started
     notes.append(f"load average {os.getloadavg()[0]:.1f} at the end")
-    rendered = "" if args.latency_only else table(results, cases)
     if latencies:
         rendered = (rendered + "\n\n" if rendered else "") + latency_table(LatencySettings(seconds=args.latency),
                                                                           latencies)
     print(rendered)
     print("\n".join(f"note: {note}" for note in notes))
     if not args.no_record:
-        record(command, rendered, notes, elapsed_s, with_latency=bool(latencies))
+        record(command, rendered, notes, elapsed_s, with_latency=bool(latencies), rounds=args.rounds)
     return 0
 
 
-def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with_latency: bool = False) -> None:
+def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with_latency: bool = False,
+           rounds: int = 1) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = [
         f"\n## {stamp}\n",
@@ -361,6 +401,9 @@ def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with
         "ProducerPerformance; consume (group) = ConsumerPerformance fetch MB/s (group join excluded); "
         "consume (assign) = confluent-kafka assign() from offset 0, no group; CPU-s/GB = broker process tree's "
         "utime+stime (/proc) over the operation / (records x record bytes / 1e9), after the same warm-up on both",
+        *([f"- {rounds} interleaved rounds with both brokers running (a fresh topic per case, broker and round; "
+           "which broker goes first alternates by round): MB/s and CPU-s/GB are medians over the rounds, ratio and "
+           "CPU ratio the medians of each round's own minikafka / Kafka ratio"] if rounds > 1 else []),
         *([f"- latency {LOAD_DESCRIPTION}"] if with_latency else []),
         f"- wall time: {elapsed_s:.0f} s",
         *[f"- note: {note}" for note in notes],
