@@ -35,16 +35,20 @@ and the deduplication removed most of the hashing instead.
 from __future__ import annotations
 
 import enum
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import compress
-from operator import attrgetter
-from typing import Any, NamedTuple, Protocol
+from itertools import accumulate, compress, repeat
+from operator import attrgetter, is_, is_not, sub
+from typing import Any, Protocol
 
+from minikafka.cleaner.cleaned_segment_writer import CleanedSegmentWriter
+from minikafka.cleaner.cleaned_segment_writer import LastProducerRecord as LastProducerRecord
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.log_to_clean import segments_overlapping
 from minikafka.cleaner.offset_map import MAX_RELATIVE_OFFSET, OffsetMap
+from minikafka.cleaner.one_record_runs import OneRecordRun, scan_segment
 from minikafka.cleaner.plan_retention import PlanRetention
 from minikafka.cleaner.record_codec import (
     RecordLike,
@@ -65,7 +69,7 @@ INT_MAX = 2_147_483_647
 #: byte b of the latest-offset bitmap as 8 bytes, one per offset (bit r & 7 of byte r >> 3 is offset r)
 _BIT_FLAGS = tuple(bytes((value >> bit) & 1 for bit in range(8)) for value in range(256))
 _value_of = attrgetter("value")
-_WRITE_CHUNK_BYTES = 1 << 20
+_key_of = attrgetter("key")
 #: the map pass's deduplication window: distinct keys (~130 bytes of Python objects each beyond the key's own
 #: bytes, ~17 MB) and the keys' own bytes before the collected keys are put. The key bytes are summed only after
 #: every _DEDUPE_KEY_BYTES / 2 log bytes read and the keys are put once they reach half the bound, so they pass
@@ -89,14 +93,6 @@ class TopicCleaningConfig(Protocol):
 
     @property
     def delete_retention_ms(self) -> int: ...
-
-
-class LastProducerRecord(NamedTuple):
-    """Producer-state view (Kafka's lastRecordsOfActiveProducers): last data offset (None if the producer's
-    last entry is a marker) and current epoch."""
-
-    last_data_offset: int | None
-    producer_epoch: int
 
 
 class RetainDecision(Protocol):
@@ -333,54 +329,114 @@ class Cleaner:
         transactions: CleanedTransactionMetadata,
     ) -> bool:
         """Returns True when the map filled up inside this segment (nothing is left pending then)."""
-        offset_map = self.offset_map
-        put, fits_offset = offset_map.put, offset_map.fits_offset
-        capacity = offset_map.capacity
-        dedupe_keys = _DEDUPE_KEYS  # 0 turns the deduplication off
-        pending = self._pending
         _, position = segment.offset_index.lookup(start_offset)
-        for _, batch in segment.log.batches(position):
-            self._throttle(batch.size_bytes)
-            if batch.is_control:
-                transactions.on_control_batch_read(batch)
-                stats.map_messages_read += 1
-            elif transactions.on_batch_read(batch):
-                stats.map_messages_read += batch.records_count
-                self._unmapped_batches.add(batch.base_offset)
-            elif (dedupe_keys and batch.base_offset >= start_offset and fits_offset(batch.last_offset)
-                  and (self._pending_first < 0 or batch.last_offset - self._pending_first <= MAX_RELATIVE_OFFSET)
-                  and offset_map.size + len(pending) + batch.records_count <= capacity):
-                if self._pending_first < 0:
-                    self._pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118
-                collect_latest_offsets(batch, pending)
-                if None in pending:
-                    del pending[None]
-                    self._unkeyed_batches.add(batch.base_offset)
-                self._pending_last = batch.last_offset
-                self._pending_bytes += batch.size_bytes
-                stats.map_messages_read += batch.records_count
-                if len(pending) >= dedupe_keys or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
-                        map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
-                    self._flush_pending()
-                    pending = self._pending
-                elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
-                    self._pending_bytes = 0  # the keys are below half the bound: check again after as many bytes
-            else:
+        for item in scan_segment(segment.log, position):
+            if type(item) is OneRecordRun:
+                if self._map_run(item, start_offset, stats, transactions):
+                    return True
+            elif self._map_batch(item, start_offset, stats, transactions):  # type: ignore[arg-type]
+                return True
+        return False
+
+    def _map_run(self, run: OneRecordRun, start_offset: int, stats: CleanerStats,
+                 transactions: CleanedTransactionMetadata) -> bool:
+        """`_map_batch` for each batch of a run of plain one-record batches, the dedupe path in bulk: the leading
+        batches that surely take the dedupe path and reach no flush trigger before the last of them are decoded
+        at once (`OneRecordRun.decode`); the others, and a run that does not decode, go batch by batch."""
+        offset_map = self.offset_map
+        bases = run.base_offsets
+        index, count = 0, len(bases)
+        records = run.decode() if _DEDUPE_KEYS and bases[0] >= start_offset and run.ascending() else None
+        while index < count:
+            pending = self._pending
+            first = self._pending_first if self._pending_first >= 0 else bases[index]
+            # each batch adds at most one key: no key-count flush and no capacity miss before the last one
+            take = min(count - index, _DEDUPE_KEYS - len(pending), offset_map.capacity - offset_map.size - len(pending))
+            if records is not None and take > 0:
+                byte_room = _DEDUPE_KEY_BYTES // 2 - self._pending_bytes  # the byte check can fire at the last only
+                take = min(take, bisect_left(list(accumulate(run.sizes[index:index + take])), byte_room) + 1)
+                last = bases[index + take - 1]
+                if offset_map.fits_offset(last) and last - first <= MAX_RELATIVE_OFFSET:
+                    self._map_bulk(run, records, index, index + take, stats, transactions)
+                    index += take
+                    continue
+            if self._map_batch(run.batch(index), start_offset, stats, transactions):
+                return True
+            index += 1
+        return False
+
+    def _map_bulk(self, run: OneRecordRun, records: list[Any], start: int, stop: int, stats: CleanerStats,
+                  transactions: CleanedTransactionMetadata) -> None:
+        """Batches [start, stop) of a run through `_map_batch`'s dedupe branch, all at once."""
+        bases = run.base_offsets[start:stop]
+        keys = list(map(_key_of, records[start:stop]))
+        transactions.on_data_batches_read(bases[-1])
+        pending = self._pending
+        if self._pending_first < 0:
+            self._pending_first = next(compress(bases, map(is_not, keys, repeat(None))), -1)
+        pending.update(zip(keys, bases))
+        if None in pending:
+            del pending[None]
+            self._unkeyed_batches.update(compress(bases, map(is_, keys, repeat(None))))
+        size_bytes = sum(run.sizes[start:stop])
+        self._throttle(size_bytes)
+        self._pending_last = bases[-1]
+        self._pending_bytes += size_bytes
+        stats.map_messages_read += stop - start
+        stats.map_bytes_read += size_bytes
+        if len(pending) >= _DEDUPE_KEYS or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
+                map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
+            self._flush_pending()
+        elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
+            self._pending_bytes = 0
+        self._advance_latest_offset(bases[-1])
+
+    def _map_batch(self, batch: RecordBatch, start_offset: int, stats: CleanerStats,
+                   transactions: CleanedTransactionMetadata) -> bool:
+        """One batch of the map pass; True when the map filled up inside it."""
+        offset_map = self.offset_map
+        fits_offset = offset_map.fits_offset
+        capacity = offset_map.capacity
+        pending = self._pending
+        self._throttle(batch.size_bytes)
+        if batch.is_control:
+            transactions.on_control_batch_read(batch)
+            stats.map_messages_read += 1
+        elif transactions.on_batch_read(batch):
+            stats.map_messages_read += batch.records_count
+            self._unmapped_batches.add(batch.base_offset)
+        elif (_DEDUPE_KEYS and batch.base_offset >= start_offset and fits_offset(batch.last_offset)
+              and (self._pending_first < 0 or batch.last_offset - self._pending_first <= MAX_RELATIVE_OFFSET)
+              and offset_map.size + len(pending) + batch.records_count <= capacity):
+            if self._pending_first < 0:
+                self._pending_first = next((o for o, k in batch.keys() if k is not None), -1)  # noqa: SIM118
+            collect_latest_offsets(batch, pending)
+            if None in pending:
+                del pending[None]
+                self._unkeyed_batches.add(batch.base_offset)
+            self._pending_last = batch.last_offset
+            self._pending_bytes += batch.size_bytes
+            stats.map_messages_read += batch.records_count
+            if len(pending) >= _DEDUPE_KEYS or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
+                    map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
                 self._flush_pending()
-                pending = self._pending
-                self._unkeyed_batches.add(batch.base_offset)  # not known here: the recopy pass checks each record
-                if offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
-                    stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
-                else:
-                    for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
-                        if key is not None and offset >= start_offset:
-                            if offset_map.size >= capacity or not fits_offset(offset):
-                                return True
-                            put(key, offset)
-                        stats.map_messages_read += 1
-            if batch.last_offset >= start_offset:
-                self._advance_latest_offset(batch.last_offset)
-            stats.map_bytes_read += batch.size_bytes
+            elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
+                self._pending_bytes = 0  # the keys are below half the bound: check again after as many bytes
+        else:
+            self._flush_pending()
+            self._unkeyed_batches.add(batch.base_offset)  # not known here: the recopy pass checks each record
+            if offset_map.size + batch.records_count <= capacity and fits_offset(batch.last_offset):
+                stats.map_messages_read += offset_map.put_keys(batch.keys(), start_offset)
+            else:
+                for offset, key in batch.keys():  # noqa: SIM118 - a record batch, not a dict
+                    if key is not None and offset >= start_offset:
+                        if offset_map.size >= capacity or not fits_offset(offset):
+                            return True
+                        offset_map.put(key, offset)
+                    stats.map_messages_read += 1
+        if batch.last_offset >= start_offset:
+            self._advance_latest_offset(batch.last_offset)
+        stats.map_bytes_read += batch.size_bytes
         return False
 
     # ------------------------------------------------------------- second pass
@@ -434,55 +490,88 @@ class Cleaner:
         upper_bound_offset: int,
     ) -> None:
         """Kafka's cleanInto + MemoryRecords.filterTo for every batch of one source segment."""
-        out = bytearray()
-        out_last_offset = -1
-        out_max_timestamp = -1
-        out_offset_of_max_timestamp = -1
-        for _, batch in source.log.batches(0):
-            batch.ensure_valid()
-            self._throttle(batch.size_bytes)
-            stats.bytes_read += batch.size_bytes
-            written = self._filter_batch(batch, now_ms, delete_retention_ms, stats, transactions, producers,
-                                         upper_bound_offset)
-            if written is None:
-                continue
-            out += written
-            out_last_offset = batch.last_offset
+        into = CleanedSegmentWriter(dest, stats, self._throttle, now_ms, delete_retention_ms, transactions,
+                                     producers, upper_bound_offset)
+        for item in scan_segment(source.log):
+            if type(item) is OneRecordRun:
+                self._recopy_run(item, into)
+            else:
+                self._recopy_batch(item, into)  # type: ignore[arg-type]
+        into.flush()
+
+    def _recopy_batch(self, batch: RecordBatch, into: CleanedSegmentWriter) -> None:
+        batch.ensure_valid()
+        self._throttle(batch.size_bytes)
+        into.stats.bytes_read += batch.size_bytes
+        written = self._filter_batch(batch, into)
+        if written is not None:
             # An unchanged batch comes back as a view of its bytes; a rebuilt one as new bytes with its own header.
-            unchanged = isinstance(written, memoryview)
-            max_timestamp = batch.max_timestamp if unchanged else RecordBatch(written).max_timestamp
-            if max_timestamp > out_max_timestamp:
-                out_max_timestamp, out_offset_of_max_timestamp = max_timestamp, batch.last_offset
-            if len(out) >= _WRITE_CHUNK_BYTES:
-                self._append(dest, out, out_last_offset, out_max_timestamp, out_offset_of_max_timestamp, stats)
-                out = bytearray()
-        if out:
-            self._append(dest, out, out_last_offset, out_max_timestamp, out_offset_of_max_timestamp, stats)
+            into.write(written, batch.last_offset,
+                       batch.max_timestamp if isinstance(written, memoryview) else RecordBatch(written).max_timestamp)
 
-    def _append(self, dest: LogSegment, data: bytearray, last_offset: int, max_timestamp: int,
-                offset_of_max_timestamp: int, stats: CleanerStats) -> None:
-        self._throttle(len(data))
-        dest.append(data, last_offset, max_timestamp, offset_of_max_timestamp)
-        stats.bytes_written += len(data)
+    def _recopy_run(self, run: OneRecordRun, into: CleanedSegmentWriter) -> None:
+        """`_recopy_batch` for each batch of a run of plain one-record batches. Where the offset map's latest-offset
+        bitmap answers (`_latest_offsets_of`), a batch is either kept whole or dropped, decided in bulk; the
+        others, the batches that may be some producer's last or the round's last, and kept tombstones (which get
+        a delete horizon) go batch by batch, and so does a run with a CRC mismatch or records that do not decode."""
+        bases = run.base_offsets
+        offset_map = self.offset_map
+        latest_bits = offset_map.latest_offset_bits() if self._decision is self._map_decision else None
+        records = run.decode() if latest_bits is not None and run.ascending() and run.crcs_valid() else None
+        if latest_bits is None or records is None:
+            for index in range(len(bases)):
+                self._recopy_batch(run.batch(index), into)
+            return
+        bits_base, bits_end, bits = latest_bits
+        lo = bisect_left(bases, bits_base)
+        hi = bisect_left(bases, min(bits_end, offset_map.latest_offset + 1))
+        singles = set(map(bases.index, sorted(into.maybe_retained_empty.intersection(
+            bases).union(self._unmapped_batches.intersection(bases), self._unkeyed_batches.intersection(bases)))))
+        index = 0
+        while index < len(bases):
+            if lo <= index < hi and index not in singles:
+                stop = min([hi, *(i for i in singles if i > index)])
+                self._recopy_bulk(run, records, index, stop, bits_base, bits, into)
+                index = stop
+            else:
+                self._recopy_batch(run.batch(index), into)
+                index += 1
 
-    def _filter_batch(
-        self,
-        batch: RecordBatch,
-        now_ms: int,
-        delete_retention_ms: int,
-        stats: CleanerStats,
-        transactions: CleanedTransactionMetadata,
-        producers: Mapping[int, LastProducerRecord],
-        upper_bound_offset: int,
-    ) -> bytes | memoryview | None:
+    def _recopy_bulk(self, run: OneRecordRun, records: list[Any], start: int, stop: int, bits_base: int,
+                     bits: bytearray, into: CleanedSegmentWriter) -> None:
+        """Batches [start, stop) of a run, all answered by the bitmap: each kept whole iff its offset is set."""
+        bases = run.base_offsets[start:stop]
+        first_byte = (bases[0] - bits_base) >> 3
+        flags = b"".join(map(_BIT_FLAGS.__getitem__, bits[first_byte:((bases[-1] - bits_base) >> 3) + 1]))
+        keep = list(map(flags.__getitem__, map(sub, bases, repeat(bits_base + 8 * first_byte))))
+        into.transactions.on_data_batches_read(bases[-1])
+        stats = into.stats
+        size_bytes, count = sum(run.sizes[start:stop]), stop - start
+        chunk = memoryview(run.chunk)
+        positions, sizes, max_timestamps = run.positions, run.sizes, run.max_timestamps
+        for index in compress(range(start, stop), keep):
+            if records[index].value is None:  # a kept tombstone gets its delete horizon: the generic way
+                size_bytes -= sizes[index]
+                count -= 1
+                self._recopy_batch(run.batch(index), into)
+            else:
+                stats.messages_written += 1
+                position = positions[index]
+                into.write(chunk[position:position + sizes[index]], bases[index - start], max_timestamps[index])
+        self._throttle(size_bytes)
+        stats.bytes_read += size_bytes
+        stats.messages_read += count
+
+    def _filter_batch(self, batch: RecordBatch, into: CleanedSegmentWriter) -> bytes | memoryview | None:
         """The bytes to write for one batch (original bytes, a rebuilt batch, an empty header) or None."""
+        now_ms, stats, transactions = into.now_ms, into.stats, into.transactions
         is_control = batch.is_control
         can_discard = (transactions.on_control_batch_read(batch) if is_control
                        else transactions.on_batch_read(batch))
         horizon_ms = batch.delete_horizon_ms
         # Markers piggy-back on the tombstone horizon: dropped only after a horizon stamped by an earlier round.
         discard_records = can_discard and (not is_control or (horizon_ms is not None and horizon_ms <= now_ms))
-        retention = self._batch_retention(batch, discard_records, producers, upper_bound_offset)
+        retention = self._batch_retention(batch, discard_records, into.producers, into.upper_bound_offset)
         if retention is BatchRetention.DELETE:
             return None
         marker_for_empty_transaction = can_discard and is_control
@@ -514,7 +603,7 @@ class Cleaner:
             needs_horizon = (contains_tombstones or marker_for_empty_transaction) and horizon_ms is None
             if len(retained) == records_read and not needs_horizon:
                 return batch.raw()
-            new_horizon = now_ms + delete_retention_ms if needs_horizon else horizon_ms
+            new_horizon = now_ms + into.delete_retention_ms if needs_horizon else horizon_ms
             return self._rebuild(batch, retained, new_horizon)
         if retention is BatchRetention.RETAIN_EMPTY:
             return self._rebuild(batch, [], None)

@@ -70,6 +70,10 @@ class CleanedTransactionMetadata:
             return True
         return False
 
+    def on_data_batches_read(self, last_offset: int) -> None:
+        """`on_batch_read` for consecutive non-transactional data batches ending at `last_offset` (never discarded)."""
+        self._consume_aborted_up_to(last_offset)
+
     def on_batch_read(self, batch: RecordBatch) -> bool:
         """Return True if this data batch belongs to an aborted transaction (its records are discarded)."""
         self._consume_aborted_up_to(batch.last_offset)
