@@ -74,24 +74,31 @@ def kafka_python_consumer(bootstrap: str, topic: str, group: str) -> object:
 
 
 def kafka_python_commit(bootstrap: str, topic: str, group: str) -> None:
+    """Commit COMMITTED from a group member. A slow machine can let the 2 s session lapse: the member rejoins and
+    retries; one that stays stuck in the rebalance for 10 s (the kafka-python hang described below) is replaced by a
+    fresh member, up to 3 of them."""
     from kafka.errors import CommitFailedError, RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata, TopicPartition
 
-    consumer = kafka_python_consumer(bootstrap, topic, group)
     offsets = {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in COMMITTED.items()}
-    deadline = time.monotonic() + 30
-    while True:
-        while len(consumer.assignment()) < PARTITIONS and time.monotonic() < deadline:  # type: ignore[attr-defined]
-            consumer.poll(100)  # type: ignore[attr-defined]
+    for attempt in range(3):
+        consumer = kafka_python_consumer(bootstrap, topic, group)
+        deadline = time.monotonic() + 10
         try:
-            consumer.commit(offsets)  # type: ignore[attr-defined]
-            break
-        except (RebalanceInProgressError, CommitFailedError):
-            # a slow machine can let the 2 s session lapse and trigger a rebalance: rejoin and retry
-            if time.monotonic() > deadline:
-                raise
-            consumer.poll(100)  # type: ignore[attr-defined]
-    consumer.close()  # type: ignore[attr-defined]
+            while True:
+                while len(consumer.assignment()) < PARTITIONS and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                    consumer.poll(100)  # type: ignore[attr-defined]
+                try:
+                    consumer.commit(offsets)  # type: ignore[attr-defined]
+                    return
+                except (RebalanceInProgressError, CommitFailedError):
+                    if time.monotonic() > deadline:
+                        if attempt == 2:
+                            raise
+                        break
+                    consumer.poll(100)  # type: ignore[attr-defined]
+        finally:
+            consumer.close()  # type: ignore[attr-defined]
 
 
 def kafka_python_first_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int]:
