@@ -20,7 +20,6 @@ class LastProducerRecord(NamedTuple):
     producer_epoch: int
 
 
-
 class CleanedSegmentWriter:
     """The recopy pass's output for one source segment: owns the bytes not yet appended to the cleaned segment
     (appended every _WRITE_CHUNK_BYTES, with their last offset and max timestamp so far) and carries the round's
