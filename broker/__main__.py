@@ -23,6 +23,7 @@ from pathlib import Path
 
 from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
 from minikafka.broker.config import KafkaConfig, load_properties
+from minikafka.broker.malloc_tuning import keep_freed_memory
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.scram_parser import parse_add_scram
 from minikafka.broker.server import KafkaServer
@@ -64,6 +65,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if args.add_scram and not _add_scram(config, args.add_scram):
         return 2
+    keep_freed_memory()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
