@@ -66,47 +66,62 @@ class ServerConnection:
 
     def __init__(self, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self.max_request_bytes = max_request_bytes
-        self._buffer = bytearray()
-        self._start = 0  # read position in _buffer; compacted lazily so reads stay O(bytes read)
+        # The bytes received are kept as the socket reads delivered them: frames inside one read are handed out
+        # as memoryviews of it (no copy), and a frame spread over several reads is joined once, when complete.
+        self._head = b""  # the first unparsed read (or reads joined), parsed from _start
+        self._start = 0
+        self._tail: list[bytes] = []  # later reads, not joined yet
+        self._tail_bytes = 0
         self._eof = False
 
     def receive_data(self, data: bytes) -> None:
         """Buffer bytes from the peer; `b""` means the peer closed its side."""
         if not data:
             self._eof = True
-            return
-        if self._start and self._start >= len(self._buffer) // 2:
-            del self._buffer[: self._start]
-            self._start = 0
-        self._buffer += data
+        elif self._start >= len(self._head) and not self._tail:
+            self._head, self._start = bytes(data), 0
+        else:
+            self._tail.append(bytes(data))
+            self._tail_bytes += len(data)
 
     @property
     def buffered_bytes(self) -> int:
-        return len(self._buffer) - self._start
+        return len(self._head) - self._start + self._tail_bytes
 
     def pending_frame_bytes(self) -> int | None:
         """The declared size of the next frame once its 4-byte size prefix has arrived, else None."""
-        if len(self._buffer) - self._start < 4:
+        if self.buffered_bytes < 4:
             return None
-        size: int = _INT32.unpack_from(self._buffer, self._start)[0]
+        if len(self._head) - self._start < 4:
+            self._join()
+        size: int = _INT32.unpack_from(self._head, self._start)[0]
         return size
 
     def next_event(self) -> RequestReceived | Sentinel:
         """The next complete request, NEED_DATA, or CONNECTION_CLOSED; raises ProtocolError on bad bytes."""
-        available = len(self._buffer) - self._start
-        if available < 4:
+        size = self.pending_frame_bytes()
+        available = self.buffered_bytes
+        if size is None:
             return self._incomplete(available)
-        (size,) = _INT32.unpack_from(self._buffer, self._start)
         if size < 0 or size > self.max_request_bytes:
             raise ProtocolError(
                 f"frame size {size} outside [0, socket.request.max.bytes={self.max_request_bytes}]"
             )
         if available < 4 + size:
             return self._incomplete(available)
+        if len(self._head) - self._start < 4 + size:
+            self._join()
         begin = self._start + 4
-        frame = memoryview(bytes(self._buffer[begin : begin + size]))
+        frame = memoryview(self._head)[begin : begin + size]
         self._start = begin + size
         return self._parse_frame(frame)
+
+    def _join(self) -> None:
+        """Make the unparsed bytes one `bytes` (the head): one copy of what is buffered."""
+        self._head = b"".join([memoryview(self._head)[self._start :], *self._tail])
+        self._start = 0
+        self._tail.clear()
+        self._tail_bytes = 0
 
     def _incomplete(self, available: int) -> Sentinel:
         if self._eof:

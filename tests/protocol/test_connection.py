@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -67,6 +68,26 @@ def test_trailing_bytes_stay_buffered_for_the_next_request() -> None:
     connection.receive_data(second[5:])
     event = connection.next_event()
     assert isinstance(event, RequestReceived) and event.api_key is ApiKey.PRODUCE
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=1200), max_size=12))
+def test_frames_cut_anywhere_across_reads_decode_in_order(cut_points: list[int]) -> None:
+    """Reads are kept as delivered and joined only when a frame completes: any way of cutting a stream of frames
+    into reads (size prefixes included) gives the same requests, in order, with the same record bytes."""
+    records = [bytes([index]) * (70 + index * 300) for index in range(3)]
+    stream = metadata_v12() + b"".join(produce_v9(batch) for batch in records) + metadata_v12()
+    cuts = sorted({point % len(stream) for point in cut_points} | {0, len(stream)})
+    connection = ServerConnection()
+    events = []
+    for begin, end in itertools.pairwise(cuts):
+        connection.receive_data(stream[begin:end])
+        while (event := connection.next_event()) is not NEED_DATA:
+            assert isinstance(event, RequestReceived)
+            events.append(event)
+    assert [event.api_key for event in events] == [ApiKey.METADATA, *[ApiKey.PRODUCE] * 3, ApiKey.METADATA]
+    assert [event.request.topic_data[0].partition_data[0].records for event in events[1:4]] == records
+    assert connection.buffered_bytes == 0
 
 
 def test_eof_between_frames_is_a_clean_close_and_mid_frame_is_an_error() -> None:
