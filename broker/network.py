@@ -22,7 +22,7 @@ bytes read or written for that long is closed); `socket.request.max.bytes` (a la
 `queued.max.request.bytes` (`MemoryPool`): a frame above SMALL_FRAME_BYTES reserves its declared size before its
 body is read, and the connection is muted until it gets it. What the broker holds for requests is therefore
 bounded by
-    queued.max.request.bytes + connections x (SMALL_FRAME_BYTES + READER_LIMIT_BYTES x 2 + one socket read)
+    queued.max.request.bytes + connections x (SMALL_FRAME_BYTES + READER_LIMIT_BYTES + one socket read)
 however clients behave; a client that trickles a frame holds at most its reservation, and one below
 SMALL_FRAME_BYTES needs no reservation, so small requests (Metadata, Fetch, small Produce) are served even while
 large ones wait for the pool.
@@ -44,8 +44,9 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from minikafka.broker.client_connection import ClientConnection
 from minikafka.broker.connection_quotas import ConnectionQuotas
 from minikafka.broker.listeners import EndPoint
 from minikafka.broker.memory_pool import MemoryPool
@@ -53,13 +54,12 @@ from minikafka.broker.security.principal_mapping import NoMatchingRule, SslPrinc
 from minikafka.broker.session import ANONYMOUS, KafkaPrincipal, Session
 from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
 from minikafka.protocol.errors import InvalidConfigError, ProtocolError
-from minikafka.protocol.response_frame import BufferedFrame, ResponseFrame
+from minikafka.protocol.response_frame import ResponseFrame
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK_BYTES = 256 * 1024
-#: asyncio's StreamReader pauses the socket once it buffers twice this much unread data.
-READER_LIMIT_BYTES = 64 * 1024
+#: A connection stops reading from its socket once this much unparsed data waits (beyond one socket read).
+READER_LIMIT_BYTES = 128 * 1024
 #: Frames up to this size are read without a reservation from the memory pool.
 SMALL_FRAME_BYTES = 64 * 1024
 #: How long a TLS handshake may take before the connection is dropped.
@@ -67,15 +67,6 @@ SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 #: Handles one request of a session; returns the response frame, or None when no response is sent (acks=0 Produce).
 RequestDispatcher = Callable[[RequestReceived, Session], Awaitable[ResponseFrame | None]]
-
-
-def write_frame(writer: asyncio.StreamWriter, frame: ResponseFrame) -> None:
-    """Queue one response frame; a `BufferedFrame`'s buffers go to `writelines`, which uvloop's socket and TLS
-    transports write without joining them (a Fetch response's record data is never copied in Python)."""
-    if isinstance(frame, BufferedFrame):
-        writer.writelines(frame.buffers)
-    else:
-        writer.write(frame)
 
 
 class CloseConnection(Exception):
@@ -199,9 +190,11 @@ class SocketServer:
         try:
             for listener in self.listeners:
                 endpoint = listener.endpoint
-                server = await asyncio.start_server(
-                    functools.partial(self._on_connection, listener), endpoint.host or None, endpoint.port,
-                    limit=READER_LIMIT_BYTES, reuse_address=True, start_serving=False, ssl=listener.ssl_context,
+                on_connected = functools.partial(self._on_connection, listener)
+                server = await asyncio.get_running_loop().create_server(
+                    functools.partial(ClientConnection, on_connected, READER_LIMIT_BYTES),
+                    endpoint.host or None, endpoint.port,
+                    reuse_address=True, start_serving=False, ssl=listener.ssl_context,
                     ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.ssl_context is not None else None,
                 )
                 self._servers[endpoint.listener_name] = server
@@ -229,29 +222,27 @@ class SocketServer:
     def connection_count(self) -> int:
         return len(self._clients)
 
-    async def _on_connection(
-        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    async def _on_connection(self, listener: Listener, conn: ClientConnection) -> None:
         task = asyncio.current_task()
         assert task is not None
-        peer = writer.get_extra_info("peername")
+        peer = conn.get_extra_info("peername")
         ip = str(peer[0]) if peer else "?"
         refused = self.quotas.try_accept(ip)
         if refused is not None:
             log.info("closing connection from %s: %s", peer, refused)
-            writer.close()
+            conn.close()
             return
         client = self._clients[task] = _Client(ip, task)
         _CURRENT_CLIENT.set(client)  # this task's context only
         try:
-            session = Session(self._principal(listener, writer), ip, listener.endpoint.listener_name,
+            session = Session(self._principal(listener, conn), ip, listener.endpoint.listener_name,
                               listener.endpoint.security_protocol)
-            await self._serve(reader, writer, client, listener, session)
+            await self._serve(conn, client, listener, session)
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", peer, exc)
         except CloseConnection as exc:
             log.debug("closing connection from %s: %s", peer, exc)
-        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+        except (ConnectionError, ssl.SSLError):
             pass
         except asyncio.CancelledError:
             pass
@@ -260,27 +251,27 @@ class SocketServer:
         finally:
             del self._clients[task]
             self.quotas.release(ip)
-            writer.close()
+            conn.close()
             with contextlib.suppress(Exception):
-                await writer.wait_closed()
+                await conn.wait_closed()
 
     @staticmethod
-    def _principal(listener: Listener, writer: asyncio.StreamWriter) -> KafkaPrincipal:
+    def _principal(listener: Listener, conn: ClientConnection) -> KafkaPrincipal:
         """ANONYMOUS, or on an SSL listener the client certificate's mapped DN (SASL decides for SASL_SSL)."""
         if listener.endpoint.security_protocol != "SSL" or listener.principal_mapper is None:
             return ANONYMOUS
-        ssl_object = writer.get_extra_info("ssl_object")
+        ssl_object = conn.get_extra_info("ssl_object")
         certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         try:
             return listener.principal_mapper.principal(certificate)
         except NoMatchingRule as exc:
-            log.info("Failed authentication with %s on listener %s: %s", writer.get_extra_info("peername"),
+            log.info("Failed authentication with %s on listener %s: %s", conn.get_extra_info("peername"),
                      listener.endpoint.listener_name, exc)
             raise CloseConnection(str(exc)) from None
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client,
-                     listener: Listener, session: Session) -> None:
-        connection = ServerConnection(self.limits.max_request_bytes)
+    async def _serve(self, conn: ClientConnection, client: _Client, listener: Listener, session: Session) -> None:
+        connection = conn.requests
+        connection.max_request_bytes = self.limits.max_request_bytes
         authenticator: SaslAuthenticatorLike | None = None
         if listener.endpoint.uses_sasl:
             assert self._sasl_mechanisms is not None
@@ -291,10 +282,7 @@ class SocketServer:
         try:
             while not self._stopping:
                 if not reserved_bytes:
-                    reserved_bytes = await self._reserve(writer, connection)
-                data = await reader.read(READ_CHUNK_BYTES)
-                client.last_io_s = time.monotonic()
-                connection.receive_data(data)
+                    reserved_bytes = await self._reserve(conn)
                 while True:
                     event = connection.next_event()
                     if event is NEED_DATA:
@@ -309,9 +297,9 @@ class SocketServer:
                         if authenticator is None:
                             frame = await self._dispatch_request(event, session)
                         else:
-                            frame = await self._sasl_request(event, authenticator, connection, writer)
+                            frame = await self._sasl_request(event, authenticator, conn)
                         if frame is not None:
-                            write_frame(writer, frame)
+                            conn.write_frame(frame)
                     finally:
                         client.busy = False
                         client.last_io_s = time.monotonic()
@@ -322,9 +310,11 @@ class SocketServer:
                         reserved_bytes = 0
                     if self._stopping:
                         break
-                    await self._wait_unmuted(writer, client)
-                    reserved_bytes = await self._reserve(writer, connection)
-                await writer.drain()
+                    await self._wait_unmuted(conn, client)
+                    reserved_bytes = await self._reserve(conn)
+                await conn.drain()
+                client.last_io_s = time.monotonic()
+                await conn.wait_for_data()
                 client.last_io_s = time.monotonic()
         finally:
             self.memory_pool.release(reserved_bytes)
@@ -334,7 +324,7 @@ class SocketServer:
         return await self._dispatch(event, session)
 
     async def _sasl_request(self, event: RequestReceived, authenticator: SaslAuthenticatorLike,
-                            connection: ServerConnection, writer: asyncio.StreamWriter) -> ResponseFrame | None:
+                            conn: ClientConnection) -> ResponseFrame | None:
         """One request on a SASL listener, routed by its authenticator (the contract in the module docstring)."""
         route = authenticator.route(event).value
         if route == "close":
@@ -343,40 +333,42 @@ class SocketServer:
             reply = authenticator.handle(event)
             frame = ServerConnection.encode_response(event, reply.response)
             if reply.close_after:
-                write_frame(writer, frame)
-                await writer.drain()
+                conn.write_frame(frame)
+                await conn.drain()
                 assert self._sasl_mechanisms is not None
                 await asyncio.sleep(self._sasl_mechanisms.failed_authentication_delay_s())  # as Kafka, delay the close
                 raise CloseConnection("SASL authentication failed")
             if authenticator.authenticated:
-                connection.max_request_bytes = self.limits.max_request_bytes
+                conn.requests.max_request_bytes = self.limits.max_request_bytes
             return frame
         if authenticator.session_expired(time.monotonic()):
             raise CloseConnection("SASL session expired (connections.max.reauth.ms) without re-authentication")
         return await self._dispatch_request(event, authenticator.session)
 
     @staticmethod
-    async def _wait_unmuted(writer: asyncio.StreamWriter, client: _Client) -> None:
+    async def _wait_unmuted(conn: ClientConnection, client: _Client) -> None:
         """KIP-219: once a throttled connection's response is out, read nothing more from it (pipelined requests
         included) until its throttle time has passed; the idle reaper leaves it alone meanwhile."""
         if client.muted_until_s <= time.monotonic():
             return
         client.busy = True
         try:
-            await writer.drain()
+            await conn.drain()
             await asyncio.sleep(max(client.muted_until_s - time.monotonic(), 0.0))
         finally:
             client.busy = False
             client.last_io_s = time.monotonic()
 
-    async def _reserve(self, writer: asyncio.StreamWriter, connection: ServerConnection) -> int:
+    async def _reserve(self, conn: ClientConnection) -> int:
         """Reserve the next frame's size if it is large, with the socket muted while the pool is short; returns
         the bytes reserved. A frame over the connection's limit is left to ServerConnection to refuse."""
+        connection = conn.requests
         frame_bytes = connection.pending_frame_bytes()
         if (not self.memory_pool.bounded or frame_bytes is None
                 or not SMALL_FRAME_BYTES < frame_bytes <= connection.max_request_bytes):
             return 0
-        transport = cast(asyncio.Transport, writer.transport)  # a socket (or TLS) transport: it reads too
+        transport = conn.transport
+        assert transport is not None
         transport.pause_reading()
         try:
             await self.memory_pool.acquire(frame_bytes)
