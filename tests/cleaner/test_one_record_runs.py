@@ -151,25 +151,29 @@ def _error_of(log: SegmentLog) -> str:
     return str(raised.value)
 
 
-@pytest.mark.parametrize("damage", ["crc", "record_length"])
+@pytest.mark.parametrize("damage", ["crc", "record_length", "lz4_frame"])
 def test_a_bad_batch_in_a_run_raises_what_the_generic_path_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    damage: str) -> None:
     errors = []
+    index = 13 if damage == "lz4_frame" else 12  # lz4 when index % 3, else uncompressed
     for name in ("fast", "generic"):
         log = _one_record_log(tmp_path / name)
-        batch = log.batches()[12]  # uncompressed (12 % 3 == 0)
+        batch = log.batches()[index]
         data = bytearray(batch.raw())
         if damage == "crc":
             data[-1] ^= 0xFF
-        else:  # one record whose length varint is one byte short; the CRC is made valid again
+        elif damage == "record_length":  # one record whose length varint is one byte short; the CRC made valid again
             data[61] -= 2
             struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
-        _rewrite_batch(log, 12, bytes(data))
+        else:  # the LZ4 frame's magic broken, the CRC made valid again: refused by both codecs
+            data[61] ^= 0xFF
+            struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+        _rewrite_batch(log, index, bytes(data))
         if name == "generic":
             monkeypatch.setattr(cleaner_module, "scan_segment", _generic_scan)
         errors.append(_error_of(log))
     assert errors[0] == errors[1]
-    assert "base offset 12" in errors[0]
+    assert f"base offset {index}" in errors[0]
 
 
 def test_synthetic_decode_refuses_a_section_holding_two_records(tmp_path: Path) -> None:
