@@ -188,3 +188,5 @@ def scan_segment(log: FileRecords, start_position: int = 0) -> Iterator[RecordBa
             else:
                 return
         position += offset
+    if position < end:  # fewer bytes left than a batch length: FileRecords.batches raises for them
+        yield from (batch for _, batch in log.batches(position))

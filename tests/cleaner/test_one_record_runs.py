@@ -176,6 +176,17 @@ def test_a_bad_batch_in_a_run_raises_what_the_generic_path_raises(tmp_path: Path
     assert f"base offset {index}" in errors[0]
 
 
+def test_trailing_bytes_after_a_run_raise_what_file_records_raises(tmp_path: Path) -> None:
+    """Fewer trailing bytes than a batch length are corruption for the scan as for `FileRecords.batches`."""
+    log = _one_record_log(tmp_path / "log")
+    records = _file_with(tmp_path / "trailing.log", log.segments[0].log.path.read_bytes() + b"\x00" * 5)
+    with pytest.raises(CorruptMessageError) as generic:
+        list(records.batches(0))
+    with pytest.raises(CorruptMessageError) as scanned:
+        list(scan_segment(records))
+    assert str(scanned.value) == str(generic.value)
+
+
 def test_synthetic_decode_refuses_a_section_holding_two_records(tmp_path: Path) -> None:
     """A batch claiming one record but holding two is left to the generic path (which reports it)."""
     log = _one_record_log(tmp_path / "log", count=4)
