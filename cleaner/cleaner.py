@@ -384,12 +384,16 @@ class Cleaner:
         self._pending_bytes += size_bytes
         stats.map_messages_read += stop - start
         stats.map_bytes_read += size_bytes
-        if len(pending) >= _DEDUPE_KEYS or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
-                map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
+        self._flush_pending_at_bounds()
+        self._advance_latest_offset(bases[-1])
+
+    def _flush_pending_at_bounds(self) -> None:
+        """Put the pending keys at the deduplication window's key count or half its key bytes (see _DEDUPE_KEYS)."""
+        if len(self._pending) >= _DEDUPE_KEYS or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
+                map(len, self._pending)) >= _DEDUPE_KEY_BYTES // 2):
             self._flush_pending()
         elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
-            self._pending_bytes = 0
-        self._advance_latest_offset(bases[-1])
+            self._pending_bytes = 0  # the keys are below half the bound: check again after as many bytes
 
     def _map_batch(self, batch: RecordBatch, start_offset: int, stats: CleanerStats,
                    transactions: CleanedTransactionMetadata) -> bool:
@@ -417,11 +421,7 @@ class Cleaner:
             self._pending_last = batch.last_offset
             self._pending_bytes += batch.size_bytes
             stats.map_messages_read += batch.records_count
-            if len(pending) >= _DEDUPE_KEYS or (self._pending_bytes >= _DEDUPE_KEY_BYTES // 2 and sum(
-                    map(len, pending)) >= _DEDUPE_KEY_BYTES // 2):
-                self._flush_pending()
-            elif self._pending_bytes >= _DEDUPE_KEY_BYTES // 2:
-                self._pending_bytes = 0  # the keys are below half the bound: check again after as many bytes
+            self._flush_pending_at_bounds()
         else:
             self._flush_pending()
             self._unkeyed_batches.add(batch.base_offset)  # not known here: the recopy pass checks each record

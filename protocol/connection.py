@@ -93,7 +93,7 @@ class ServerConnection:
         if self.buffered_bytes < 4:
             return None
         if len(self._head) - self._start < 4:
-            self._join()
+            self._join(4)
         size: int = _INT32.unpack_from(self._head, self._start)[0]
         return size
 
@@ -110,18 +110,26 @@ class ServerConnection:
         if available < 4 + size:
             return self._incomplete(available)
         if len(self._head) - self._start < 4 + size:
-            self._join()
+            self._join(4 + size)
         begin = self._start + 4
         frame = memoryview(self._head)[begin : begin + size]
         self._start = begin + size
         return self._parse_frame(frame)
 
-    def _join(self) -> None:
-        """Make the unparsed bytes one `bytes` (the head): one copy of what is buffered."""
-        self._head = b"".join([memoryview(self._head)[self._start :], *self._tail])
+    def _join(self, needed_bytes: int) -> None:
+        """Make the head hold at least `needed_bytes` unparsed bytes, joining only the later reads that takes (so a
+        size prefix split over reads does not copy the rest of its frame twice)."""
+        parts: list[bytes | memoryview] = [memoryview(self._head)[self._start :]]
+        joined_bytes = len(parts[0])
+        taken = 0
+        while joined_bytes < needed_bytes:
+            parts.append(self._tail[taken])
+            joined_bytes += len(self._tail[taken])
+            taken += 1
+        self._tail_bytes -= joined_bytes - len(parts[0])
+        del self._tail[:taken]
+        self._head = b"".join(parts)
         self._start = 0
-        self._tail.clear()
-        self._tail_bytes = 0
 
     def _incomplete(self, available: int) -> Sentinel:
         if self._eof:
