@@ -3,10 +3,13 @@
 `OffsetIndex` (`.index`): 8-byte entries, int32 relative offset + int32 byte position in the `.log`.
 `TimeIndex` (`.timeindex`): 12-byte entries, int64 timestamp + int32 relative offset.
 
-Unlike Kafka we never preallocate: entries are appended to the file as they are made, so the file on disk is
-always exactly N whole entries (Kafka trims its preallocated files on roll/clean shutdown to the same result).
-The capacity (`segment.index.bytes // entry size`) is still enforced so that "index full" rolls the segment.
-Entries are mirrored in memory for lookups.
+Entries live in memory, where lookups read them, and reach the file in runs: once `WRITE_AFTER_ENTRIES` are
+waiting, and on `write_pending()` (the segment's roll), `flush()`, `close()` and renames. One `write` per entry
+cost a syscall per produced batch; Kafka avoids it with a memory-mapped file. The file is therefore always whole
+entries, a prefix of the index: a prefix is a valid sparse index, and after a crash the log loader rebuilds every
+segment past the recovery point anyway (a flush writes the entries before the recovery point passes them). Unlike
+Kafka we never preallocate, so nothing needs trimming; the capacity (`segment.index.bytes // entry size`) is still
+enforced so that "index full" rolls the segment.
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ from minikafka.protocol.errors import CorruptMessageError
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
+#: entries kept in memory only before they are written out in one run (a page of offset-index entries)
+WRITE_AFTER_ENTRIES = 512
+
 
 class IndexCorruptError(CorruptMessageError):
     """An index file failed its sanity check; the caller rebuilds it from the log."""
 
 
 class _IndexFile:
-    """Shared file handling: load whole entries, append, truncate, trim. Not thread-safe (log lock)."""
+    """Shared file handling: load whole entries, write the pending ones, truncate. Not thread-safe (log lock)."""
 
     entry_size = 8
 
@@ -41,6 +47,7 @@ class _IndexFile:
         self._torn_bytes = len(data) % self.entry_size
         whole = len(data) - self._torn_bytes
         self._load(memoryview(data)[:whole])
+        self._entries_on_disk = self.entries
         self._file = open(path, "r+b" if path.exists() else "w+b", buffering=0)  # noqa: SIM115
         if self._torn_bytes:
             self._file.truncate(whole)
@@ -61,39 +68,58 @@ class _IndexFile:
     def size_bytes(self) -> int:
         return self.entries * self.entry_size
 
-    def _write(self, data: bytes) -> None:
-        """Append whole entries to the file, or nothing: on an OSError (ENOSPC) the file is cut back to the
-        entries already there, so the caller adds an entry to memory only after this returns."""
-        view = memoryview(data)
+    def _packed(self, start: int) -> bytes:
+        """Entries `start`.. in the file's format."""
+        raise NotImplementedError
+
+    def _entry_added(self) -> None:
+        if self.entries - self._entries_on_disk >= WRITE_AFTER_ENTRIES:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write the entries only in memory to the file, all or none: on an OSError (ENOSPC) the file is cut back
+        to the entries it had, and they stay pending in memory."""
+        if self.entries <= self._entries_on_disk:
+            return
+        view = memoryview(self._packed(self._entries_on_disk))
         written = 0
         try:
             while written < len(view):
                 written += self._file.write(view[written:]) or 0
         except OSError:
-            self._truncate_entries(self.entries)
+            self._truncate_file(self._entries_on_disk)
             raise
+        self._entries_on_disk = self.entries
 
     def _truncate_entries(self, count: int) -> None:
-        self._file.flush()
+        """Cut the file to `count` entries if it holds more (the caller has cut memory)."""
+        if count < self._entries_on_disk:
+            self._truncate_file(count)
+            self._entries_on_disk = count
+
+    def _truncate_file(self, count: int) -> None:
         self._file.truncate(count * self.entry_size)
         self._file.seek(0, os.SEEK_END)
 
     def flush(self) -> None:
-        self._file.flush()
+        self.write_pending()
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.flush()
-            self._file.close()
+            try:
+                self.write_pending()
+            finally:
+                self._file.close()
 
     def rename_to(self, path: Path) -> None:
-        self._file.flush()
+        self.write_pending()
         os.replace(self.path, path)
         self.path = path
 
     def delete(self) -> None:
-        self.close()
+        if not self._file.closed:
+            self._file.close()
         self.path.unlink(missing_ok=True)
 
     def _relative(self, offset: int) -> int:
@@ -132,9 +158,12 @@ class OffsetIndex(_IndexFile):
         relative = self._relative(offset)
         if self._relative_offsets and relative <= self._relative_offsets[-1]:
             raise ValueError(f"offset index entry {offset} is not above the last one ({self.last_offset})")
-        self._write(_OFFSET_ENTRY.pack(relative, position))
         self._relative_offsets.append(relative)
         self._positions.append(position)
+        self._entry_added()
+
+    def _packed(self, start: int) -> bytes:
+        return b"".join(map(_OFFSET_ENTRY.pack, self._relative_offsets[start:], self._positions[start:]))
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry <= offset, or (base_offset, 0)."""
@@ -201,9 +230,12 @@ class TimeIndex(_IndexFile):
             return
         if self.is_full and not skip_full_check:
             raise ValueError(f"time index {self.path} is full")
-        self._write(_TIME_ENTRY.pack(timestamp_ms, relative))
         self._timestamps.append(timestamp_ms)
         self._relative_offsets.append(relative)
+        self._entry_added()
+
+    def _packed(self, start: int) -> bytes:
+        return b"".join(map(_TIME_ENTRY.pack, self._timestamps[start:], self._relative_offsets[start:]))
 
     def lookup(self, timestamp_ms: int) -> tuple[int, int]:
         """(timestamp, offset) of the largest entry with timestamp <= target, or (-1, base_offset)."""

@@ -248,10 +248,18 @@ class LogSegment:
         return self.txn_index.collect_aborted_transactions(fetch_offset, upper_bound_offset)
 
     def on_becoming_inactive(self) -> None:
-        """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment)."""
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+        """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment), and both indexes'
+        pending entries to their files, which a cleaner process reads. On an OSError both stay as they were."""
+        time_index_entries = self.time_index.entries
+        try:
+            if self.max_timestamp_so_far >= 0:
+                self.time_index.maybe_append(
+                    self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+            self.offset_index.write_pending()
+            self.time_index.write_pending()
+        except OSError:
+            self.time_index.truncate_entries(time_index_entries)
+            raise
 
     # ------------------------------------------------------------------- read
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, int] | None:
@@ -349,6 +357,8 @@ class LogSegment:
         truncated = self.log.size_bytes - valid_bytes
         self.log.truncate_to(valid_bytes)
         self.txn_index.truncate_to(self.next_offset)
+        self.offset_index.write_pending()  # Kafka's trimToValidSize: the files hold the rebuilt indexes
+        self.time_index.write_pending()
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -379,10 +389,13 @@ class LogSegment:
         if not self.log.closed:
             try:
                 self.on_becoming_inactive()
-            except OSError as exc:  # as Kafka's swallow: the time index lacks its last entry, the data is intact
-                logger.warning("Could not append the final time index entry of %s at close: %s", self.log.path, exc)
-        self.offset_index.close()
-        self.time_index.close()
+            except OSError as exc:  # as Kafka's swallow: the index files stay a valid prefix, the data is intact
+                logger.warning("Could not write the last index entries of %s at close: %s", self.log.path, exc)
+        for index in (self.offset_index, self.time_index):
+            try:
+                index.close()
+            except OSError as exc:  # the same failure as above, met again while closing the file
+                logger.warning("Could not write the last entries of %s at close: %s", index.path, exc)
         self.txn_index.close()
         self.log.close()
 

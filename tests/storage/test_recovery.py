@@ -10,6 +10,7 @@ import pytest
 from minikafka.protocol.records import Record, iter_batches
 from minikafka.protocol.records.builder import build_batch
 from minikafka.storage.clock import FakeClock
+from minikafka.storage.indexes import WRITE_AFTER_ENTRIES
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import LogSegment
 from minikafka.storage.unified_log import UnifiedLog
@@ -201,3 +202,52 @@ def test_config_is_used_for_recovery(tmp_path: Path, clock: FakeClock) -> None:
     log.close()
     again = UnifiedLog(tmp_path / "t-3", config, clock=clock)
     assert again.log_end_offset == 1
+
+
+def index_file_entries(path: Path, entry_bytes: int) -> int:
+    size = path.stat().st_size
+    assert size % entry_bytes == 0, f"{path.name} holds a torn entry"
+    return size // entry_bytes
+
+
+def test_index_entries_reach_the_files_in_runs_and_a_crash_in_between_loses_no_lookup(
+    make_log: LogFactory, tmp_path: Path
+) -> None:
+    """Index entries are written once WRITE_AFTER_ENTRIES wait; a kill -9 leaves the files a prefix, and the
+    unclean-shutdown recovery rebuilds them whole."""
+    config = {"index.interval.bytes": "1", "segment.bytes": str(1 << 30)}
+    log = make_log(config)
+    appends = WRITE_AFTER_ENTRIES + WRITE_AFTER_ENTRIES // 2
+    for i in range(appends):
+        log.append_as_leader(batch(b"v%d" % i, timestamp_ms=T0 + i))
+    segment = log.segments()[0]
+    in_memory = segment.offset_index.entries
+    assert in_memory == appends - 1  # the first batch is never indexed (Kafka's interval rule)
+    on_disk = index_file_entries(segment.offset_index.path, 8)
+    assert on_disk == WRITE_AFTER_ENTRIES, "entries were written one by one, or not in runs"
+    assert index_file_entries(segment.time_index.path, 12) == WRITE_AFTER_ENTRIES
+
+    crashed = tmp_path / "crashed" / "topic-0"  # the files as a kill -9 now would leave them
+    crashed.mkdir(parents=True)
+    for path in log.dir.iterdir():
+        (crashed / path.name).write_bytes(path.read_bytes())
+    recovered = UnifiedLog(crashed, LogConfig.from_props(config), clock=FakeClock(T0), recovery_point=0)
+    assert recovered.log_end_offset == appends
+    assert recovered.segments()[0].offset_index.entries == in_memory
+    assert index_file_entries(recovered.segments()[0].offset_index.path, 8) == in_memory
+    assert recovered.fetch_offset_by_timestamp(T0 + appends - 3) == (appends - 3, T0 + appends - 3)
+    assert all_values(recovered) == [b"v%d" % i for i in range(appends)]
+
+
+def test_a_rolled_segment_has_all_its_index_entries_on_disk(make_log: LogFactory) -> None:
+    """The cleaner's worker process opens rolled segments from their files."""
+    log = make_log({"index.interval.bytes": "1"})
+    for i in range(20):
+        log.append_as_leader(batch(b"v%d" % i, timestamp_ms=T0 + i))
+    log.roll()
+    rolled = log.segments()[0]
+    assert index_file_entries(rolled.offset_index.path, 8) == rolled.offset_index.entries == 19
+    assert index_file_entries(rolled.time_index.path, 12) == rolled.time_index.entries == 19
+    reopened = LogSegment(rolled.dir, rolled.base_offset)
+    assert reopened.offset_index.entries == 19
+    reopened.sanity_check()
