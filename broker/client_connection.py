@@ -5,8 +5,11 @@ It replaces asyncio's StreamReader/StreamWriter pair, which copied every byte tw
 and out of it). What the transport delivers goes to `ServerConnection.receive_data` as it is. Reading pauses once
 more than `max_buffered_bytes` wait unparsed, and the task's next `wait_for_data` resumes it (the task calls it
 whenever no whole frame is left, also in the middle of a large frame), as StreamReader.read did. The network layer
-also pauses reading while a frame waits for the memory pool. Writes go to the transport; `drain` waits while the
-transport has paused writing (its high-water mark), as StreamWriter.drain does.
+also pauses reading while a frame waits for the memory pool. Response frames are queued and handed to the
+transport together once the task next yields to the event loop (`loop.call_soon`), so the responses to the requests
+of one read (a producer pipelines up to five) leave in one send instead of one each: a send on loopback runs the
+receiver's side and its wake-up in the sender's time. `drain` writes the queue, then waits while the transport has
+paused writing (its high-water mark), as StreamWriter.drain does.
 
 Runs on the event loop thread only; one instance per connection, used by that connection's task.
 """
@@ -39,6 +42,7 @@ class ClientConnection(asyncio.Protocol):
         self._writing_paused = False
         self._lost: asyncio.Future[None] | None = None  # done once the transport is closed
         self._lost_error: Exception | None = None  # what connection_lost() was given
+        self._queued_buffers: list[bytes | bytearray | memoryview] = []  # response bytes not yet written
 
     # --- asyncio.Protocol -------------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -103,17 +107,34 @@ class ClientConnection(asyncio.Protocol):
             self._data_waiter = None
 
     def write_frame(self, frame: ResponseFrame) -> None:
-        """Queue one response frame; a `BufferedFrame`'s buffers go to `writelines`, which uvloop's socket and TLS
-        transports write without joining them (a Fetch response's record data is never copied in Python)."""
-        assert self.transport is not None
+        """Queue one response frame, written with the others queued before the event loop's next iteration."""
+        queued = self._queued_buffers
+        if not queued:
+            asyncio.get_running_loop().call_soon(self.write_queued)
         if isinstance(frame, BufferedFrame):
-            self.transport.writelines(frame.buffers)
+            queued.extend(frame.buffers)
         else:
-            self.transport.write(frame)
+            queued.append(frame)
+
+    def write_queued(self) -> None:
+        """Hand the queued frames to the transport in one `writelines`, which uvloop's socket and TLS transports
+        write without joining them (a Fetch response's record data is never copied in Python)."""
+        queued = self._queued_buffers
+        if not queued:
+            return
+        self._queued_buffers = []
+        assert self.transport is not None
+        if self.transport.is_closing():  # the peer is gone: nobody can read them
+            return
+        if len(queued) == 1:
+            self.transport.write(queued[0])
+        else:
+            self.transport.writelines(queued)
 
     async def drain(self) -> None:
-        """Wait while the transport's write buffer is above its high-water mark; raises once the connection is
-        lost."""
+        """Write the queued frames, then wait while the transport's write buffer is above its high-water mark;
+        raises once the connection is lost."""
+        self.write_queued()
         if self.is_lost:
             raise ConnectionResetError("Connection lost")
         if not self._writing_paused:
@@ -130,6 +151,7 @@ class ClientConnection(asyncio.Protocol):
 
     def close(self) -> None:
         if self.transport is not None:
+            self.write_queued()
             self.transport.close()
 
     async def wait_closed(self) -> None:
