@@ -124,11 +124,7 @@ class ClientConnection(asyncio.Protocol):
             return
         self._queued_buffers = []
         assert self.transport is not None
-        if self.transport.is_closing():  # the peer is gone: nobody can read them
-            return
-        if len(queued) == 1:
-            self.transport.write(queued[0])
-        else:
+        if not self.transport.is_closing():  # else the peer is gone: nobody can read them
             self.transport.writelines(queued)
 
     async def drain(self) -> None:
