@@ -24,6 +24,7 @@ from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
+from minikafka.broker.erasure import Erasure
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
@@ -140,6 +141,8 @@ class KafkaServer:
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
+            self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
+                self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
             await self.admin_http.start()
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
