@@ -21,6 +21,7 @@ from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cleaner_state import cleaner_state
 from minikafka.broker.compaction_plans import CompactionPlanUploads
 from minikafka.broker.config import KafkaConfig
+from minikafka.broker.console import Console
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
@@ -143,6 +144,7 @@ class KafkaServer:
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
+            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator).register(self.admin_http)
             await self.admin_http.start()
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
