@@ -15,7 +15,7 @@ from minikafka.broker.console.state import GroupLag, KeyLookup, PartitionView, S
 #: a page from a topic view and the time it shows ("now")
 TopicRenderer = Callable[[TopicView, int], bytes]
 SVG_WIDTH = 760
-SVG_HEIGHT = 46
+SVG_HEIGHT = 60
 _MIN_SEGMENT_PX = 8
 _GAP_PX = 2
 KIND_LABELS = {"clean": "clean (below the cleaner checkpoint)", "dirty": "dirty (not cleaned yet)",
@@ -35,6 +35,10 @@ def _time(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _clock(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%H:%M:%S")
 
 
 def _ago(ms: int | None, now_ms: int) -> str:
@@ -204,7 +208,10 @@ def _segment_rect(segment: SegmentView, x: float, width: float) -> str:
     label = ""
     if width > 70:
         label = (f'<text x="{x + 4:.1f}" y="18">{segment.base_offset:,}</text>'
-                 f'<text x="{x + 4:.1f}" y="36" class=size>{_bytes(segment.size_bytes)}</text>')
+                 f'<text x="{x + 4:.1f}" y="34" class=size>{_bytes(segment.size_bytes)}</text>')
+    if width > 130 and segment.first_timestamp_ms is not None and segment.last_timestamp_ms is not None:
+        label += (f'<text x="{x + 4:.1f}" y="50" class=size>{_clock(segment.first_timestamp_ms)} to '
+                  f'{_clock(segment.last_timestamp_ms)}</text>')
     return (f'<g class="segment {segment.kind}" data-kind="{segment.kind}" data-base-offset="{segment.base_offset}" '
             f'data-end-offset="{segment.end_offset}" data-size-bytes="{segment.size_bytes}">'
             f'<title>{escape(title)}</title><rect x="{x:.1f}" y="2" width="{width:.1f}" height="{SVG_HEIGHT - 4}" '
