@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka.testing import MiniKafka
@@ -105,9 +105,15 @@ def test_the_console_shows_a_compacted_topic_and_follows_a_cleaning_round(kafka:
     from selenium.webdriver.support.ui import WebDriverWait
 
     topic = compacted_topic(kafka)
+    group = f"billing-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 150)], asynchronous=False)
+    consumer.close()
     browser.get(kafka.admin_url + "/")
     row = browser.find_element(By.CSS_SELECTOR, f'#topics tr[data-topic="{topic}"]')
     assert "compact" in row.text and "cleaning due: 100% dirty" in row.text
+    group_row = browser.find_element(By.CSS_SELECTOR, f'#groups tr[data-group="{group}"]')
+    assert f"{topic}-0: 50" in group_row.text and "classic" in group_row.text  # 200 - 150 behind
     row.find_element(By.LINK_TEXT, topic).click()
 
     assert cell(browser, "end-offset") == f"{RECORDS}"
