@@ -148,3 +148,17 @@ def test_a_tombstone_produced_over_kafka_and_refusals(kafka: MiniKafka, capsys: 
     code, _, err = erase(kafka, capsys, "--topic", plain, "--key", "k")
     assert code == 1 and "HTTP 400" in err and "compact" in err
     assert latest_values(kafka, plain, 0) == {}  # refused before any tombstone was written
+
+
+def test_with_security_erase_needs_the_admin_credentials(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.integration.test_admin_http_auth import ScramBootstrappedKafka
+
+    config = {"sasl.enabled.mechanisms": "SCRAM-SHA-256", "super.users": "User:admin",
+              "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with ScramBootstrappedKafka(config, {"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
+                                ["SCRAM-SHA-256=[name=admin,password=admin-secret]"]) as secured:
+        code, receipt, err = erase(secured, capsys, "--topic", "t", "--key", "k")
+        assert (code, receipt) == (1, {}) and "HTTP 401" in err and "--admin-user" in err
+        code, _, err = erase(secured, capsys, "--topic", "t", "--key", "k", "--admin-user", "admin",
+                             "--admin-password", "admin-secret")
+        assert code == 1 and "HTTP 404" in err and "Topic t does not exist" in err  # past the check
