@@ -170,3 +170,71 @@ def test_no_tracked_file_refers_to_a_path_outside_the_repository() -> None:
                    "landing-page README (issue 26, item 2) drops it: then remove this marker")
 def test_readme_refers_to_no_path_outside_the_repository() -> None:
     assert _paths_outside_the_repository("README.md") == []
+
+
+# ------------------------------------------------------------------------------------------------- benchmarks
+def _summary_goals(markdown: str) -> list[str]:
+    """The first cells of the `## Summary` table."""
+    section = markdown[markdown.index("## Summary"):]
+    section = section[:section.find("\n## ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| goal")]
+    return [row.split("|")[1].strip() for row in rows]
+
+
+def test_benchmarks_md_is_curated_and_keeps_every_goal_of_the_old_summary() -> None:
+    curated = (REPO_ROOT / "BENCHMARKS.md").read_text()
+    history = (REPO_ROOT / "bench" / "results" / "HISTORY.md").read_text()
+    assert len(curated.splitlines()) <= 500
+    old_goals = _summary_goals(history)
+    assert len(old_goals) == 22
+    assert set(old_goals) <= set(_summary_goals(curated))
+    assert "bench/results/HISTORY.md" in curated and "bench/results/results.jsonl" in curated
+
+
+def test_every_goal_has_results_and_every_line_is_a_result() -> None:
+    from bench.results_log import GOALS, RESULTS_FILE, load_results
+
+    results = load_results(RESULTS_FILE)
+    assert {item.goal for item in results} == set(GOALS)
+    for item in results:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", item.timestamp), item
+        assert item.command and item.machine and item.target == GOALS[item.goal][1]
+        assert item.ratio is None or item.ratio > 0
+
+
+def test_results_append_load_and_plot(tmp_path: Path) -> None:
+    from bench import plot
+    from bench.results_log import append_results, load_results, result
+
+    path = tmp_path / "results.jsonl"
+    first = [result("e2e-latency", "p99 latency, 1,000 msg/s of 200 B", 1.1, "ms", 1.9, command="python -m x",
+                    timestamp="2026-11-25T10:00:00Z"),
+             result("soak", "RSS trend over 30 min", 1.2, "MiB/h", command="python -m y",
+                    timestamp="2026-11-25T10:00:00Z"),
+             result("kill-loop", "violations after 1,000 kill -9s", 0, "violations", command="python -m z",
+                    timestamp="2026-11-25T10:00:00Z")]
+    assert append_results(first, path) == 3
+    assert append_results([result("e2e-latency", "p99 latency, 1,000 msg/s of 200 B", 1.0, "ms", 2.0,
+                                  command="python -m x", timestamp="2026-11-26T10:00:00Z")], path) == 1
+    loaded = load_results(path)
+    assert loaded[:3] == first and len(loaded) == 4
+    assert loaded[0].ratio == pytest.approx(1.1 / 1.9, abs=1e-4) and loaded[1].ratio is None
+    images = plot.render_plots(loaded)
+    assert set(images) == {"e2e-latency.png", "soak.png"}  # a violation count is listed, not plotted
+    assert all(png.startswith(b"\x89PNG") for png in images.values())
+    page = plot.plots_markdown(loaded, image_dir="benchmarks")
+    assert "![end-to-end latency" in page and "| kill -9 at scale (reliability) |" in page
+    with pytest.raises(ValueError, match="unknown benchmark goal"):
+        result("no-such-goal", "m", 1, "s")
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(ValueError, match=r"results.jsonl:5"):
+        load_results(path)
+
+
+def test_plot_command_writes_one_png_per_plotted_goal(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-m", "bench.plot", "--out", str(tmp_path)], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert "broker-cpu-throughput.png" in written and "e2e-latency.png" in written
+    assert sorted(Path(line).name for line in completed.stdout.split()) == written
