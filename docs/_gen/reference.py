@@ -90,13 +90,19 @@ def describe_validator(validator: Any) -> str:
     if factory == "list_of":
         return "a list of " + ", ".join(free["allowed"])
     doc = (validator.__doc__ or "").strip().splitlines()
-    return doc[0] if doc else factory.replace("_", " ")
+    if doc:
+        return doc[0]
+    # a hand-written check: name it, with the tables of allowed strings it reads
+    allowed = [f"{name}: {', '.join(value)}" for name in validator.__code__.co_names
+               if isinstance(value := validator.__globals__.get(name), (tuple, list, frozenset))
+               and value and all(isinstance(item, str) for item in value)]
+    return f"checked by `{validator.__qualname__}`" + (f" ({'; '.join(allowed)})" if allowed else "")
 
 
 def _number(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return f"{value:,}".replace(",", "\u202f") if isinstance(value, int) and abs(value) >= 10_000 else str(value)
+    return str(value)
 
 
 def format_default(key: Any) -> str:
@@ -111,7 +117,10 @@ def format_default(key: Any) -> str:
 
 
 def _row(key: Any, dynamic: str, doc: str | None = None) -> ConfigRow:
-    return ConfigRow(key.name, key.type.name, format_default(key), describe_validator(key.validator), dynamic,
+    valid = describe_validator(key.validator)
+    if not valid and key.type.name == "BOOLEAN":
+        valid = "true, false"
+    return ConfigRow(key.name, key.type.name, format_default(key), valid, dynamic,
                      doc if doc is not None else key.doc)
 
 
@@ -191,7 +200,7 @@ def configs_page() -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- CLI
-class _ParserCaptured(Exception):
+class _ParserCaptured(BaseException):  # not Exception: main() may catch that around parse_args
     def __init__(self, parser: argparse.ArgumentParser) -> None:
         super().__init__("parser captured")
         self.parser = parser
