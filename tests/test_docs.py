@@ -99,6 +99,13 @@ def test_cli_page_lists_every_command_and_option_that_help_prints(reference: Any
         assert options, name
         missing = {option for option in options if f"`{option}`" not in section}
         assert missing == set(), f"minikafka {name}: {sorted(missing)} not on the CLI page"
+    plugin = _section(page, "pytest plugin options")
+    pytest_help = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True,
+                                 check=True, timeout=120, cwd=REPO_ROOT).stdout
+    declared = set(re.findall(r"(--minikafka-[a-z-]+)", pytest_help)) | set(
+        re.findall(r"^  (minikafka_\w+) \(", pytest_help, re.MULTILINE))
+    assert len(declared) >= 4
+    assert {name for name in declared if f"`{name}`" not in plugin} == set()
 
 
 def test_metrics_page_lists_every_family_a_running_broker_serves(reference: Any,

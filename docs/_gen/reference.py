@@ -296,6 +296,33 @@ def cli_commands() -> list[CliCommand]:
     return commands
 
 
+class _OptionRecorder:
+    """Stands in for pytest's `Parser` and its option groups while the plugin's `pytest_addoption` declares its
+    options and ini keys: it records what is declared (pytest offers no public way to build a Parser)."""
+
+    def __init__(self) -> None:
+        self.options: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+        self.ini: list[tuple[str, str, str]] = []
+
+    def getgroup(self, *_args: Any, **_kwargs: Any) -> _OptionRecorder:
+        return self
+
+    def addoption(self, *names: str, **attrs: Any) -> None:
+        self.options.append((names, attrs))
+
+    def addini(self, name: str, help: str, type: str | None = None, **_kwargs: Any) -> None:
+        self.ini.append((name, type or "string", help))
+
+
+def pytest_plugin_options() -> _OptionRecorder:
+    """The options and ini keys of the minikafka pytest plugin (the `pytest11` entry point)."""
+    from minikafka.testing import pytest_plugin
+
+    recorder = _OptionRecorder()
+    pytest_plugin.pytest_addoption(recorder)  # type: ignore[arg-type]
+    return recorder
+
+
 def cli_page() -> str:
     lines = ["# Command-line reference", "",
              "Generated from the `minikafka` command's argument parser when the site is built, including the "
@@ -311,6 +338,17 @@ def cli_page() -> str:
             help_text = (f"*{option.group}:* " if option.group else "") + option.help
             lines.append(f"| {flags} | {_cell(option.metavar)} | {_cell(option.default)} | {_cell(help_text)} |")
         lines.append("")
+    plugin = pytest_plugin_options()
+    lines += ["## pytest plugin options", "",
+              "The `minikafka` pytest plugin (installed with the package) adds these options to `pytest`, and the "
+              "ini keys to the `[pytest]` section; see [Testing with minikafka](../testing.md).", "",
+              "| option | value | description |", "|---|---|---|"]
+    for names, attrs in plugin.options:
+        lines.append(f"| {', '.join(f'`{name}`' for name in names)} | {_cell(attrs.get('metavar') or '')} | "
+                     f"{_cell(attrs.get('help') or '')} |")
+    lines += ["", "| ini key | type | description |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {_cell(help_text)} |" for name, kind, help_text in plugin.ini]
+    lines.append("")
     return "\n".join(lines)
 
 
