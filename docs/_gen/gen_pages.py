@@ -4,6 +4,7 @@ as site pages, and one plot per benchmark goal from bench/results/results.jsonl.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import mkdocs_gen_files
@@ -12,6 +13,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+# kafka-python's schema loader uses importlib.resources' legacy API; pytest's config filters the same warning
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"importlib\.resources.*|kafka\.protocol.*")
 
 import reference  # noqa: E402
 
