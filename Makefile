@@ -12,7 +12,7 @@ MYPY_PATH := $(VENV)/mypy-path
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
 
-.PHONY: run test lint typecheck contracts pytest clean
+.PHONY: run test lint typecheck contracts docs pytest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,8 @@ run: $(STAMP)
 		--override log.dirs=$(DATA_DIR) \
 		--override minikafka.metrics.port=$(METRICS_PORT)
 
-## make test: lint, import contracts, type checks, then the whole test suite
-test: lint contracts typecheck pytest
+## make test: lint, import contracts, type checks, the docs site, then the whole test suite
+test: lint contracts typecheck docs pytest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check $(PACKAGES) tests bench
@@ -45,6 +45,12 @@ typecheck: $(TEST_STAMP)
 	mkdir -p $(MYPY_PATH)/minikafka
 	for p in $(PACKAGES); do ln -sfn ../../../$$p $(MYPY_PATH)/minikafka/$$p; done
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy
+
+## make docs: the site in build/site (docs/, reference pages generated from the code); any warning, e.g. a broken
+## link or anchor, fails it. Not --quiet: MkDocs counts for --strict only the warnings it logs. The two variables
+## silence the MkDocs-2 notices that Material and a plugin print on every build (DESIGN.md: the docs site).
+docs: $(TEST_STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
 
 pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile

@@ -1,12 +1,12 @@
 """Issue 12 "the way out": Kafka's MirrorMaker 2 (the official connect-mirror 4.x jars) migrates topics, a compacted
 topic and consumer-group offsets from minikafka into Apache Kafka, and back.
 
-Each direction runs bench/mirror_scenario.py's migration in the README's cut-over order (MirrorMaker started while
-the producers still write to the source, producers stopped, replication lag 0, consumers drained, offsets on the
-target, MirrorMaker stopped, producers and consumers moved). It checks every record (partition, offset, key, value,
-headers, timestamp), the compacted topic's configs and latest value per key, that the drained group resumes on the
-target exactly after its committed offsets and that a lagging group is never moved past its own. The README's
-mm2.properties is checked to be the one the test runs.
+Each direction runs bench/mirror_scenario.py's migration in the cut-over order of docs/moving-to-kafka.md
+(MirrorMaker started while the producers still write to the source, producers stopped, replication lag 0,
+consumers drained, offsets on the target, MirrorMaker stopped, producers and consumers moved). It checks every
+record (partition, offset, key, value, headers, timestamp), the compacted topic's configs and latest value per key,
+that the drained group resumes on the target exactly after its committed offsets and that a lagging group is never
+moved past its own. The page's mm2.properties is checked to be the one the test runs.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from tests.broker_process import BrokerProcess
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Moving to an Apache Kafka cluster (MirrorMaker 2)"
+README = Path(__file__).resolve().parents[2] / "docs" / "moving-to-kafka.md"  # the docs site's page
+SECTION = "## The MirrorMaker configuration"
 MINIKAFKA_OVERRIDES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
 
 
