@@ -23,6 +23,7 @@ from minikafka.broker.container import (
     render_properties,
 )
 from minikafka.testing.mini_kafka import free_port
+from tests.docker.test_grafana_dashboard import compose_service
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,6 +118,31 @@ def test_apache_kafka_single_node_compose_runs_as_written() -> None:
     assert config.advertised_endpoint("PLAINTEXT").connection_string == "PLAINTEXT://broker:19092"
     assert str(config.log_dir) == "/tmp/kraft-combined-logs"
     assert not {"process.roles", "controller.quorum.voters", "controller.listener.names"} & props.keys()
+
+
+def compose_environment(service: str) -> dict[str, str]:
+    """A service's `environment:` mapping in docker/compose.yaml (plain `KEY: value` lines, read as text)."""
+    lines = compose_service(service)
+    start = lines.index("    environment:") + 1
+    environment: dict[str, str] = {}
+    for line in lines[start:]:
+        if line.strip().startswith("#"):
+            continue
+        if not line.startswith("      "):
+            break
+        key, _, value = line.strip().partition(": ")
+        environment[key] = value.strip().strip("\"'")
+    return environment
+
+
+def test_the_compose_file_s_two_listeners() -> None:
+    """README's setup: minikafka:19092 for other containers, localhost:9092 published for the host."""
+    environment = compose_environment("minikafka")
+    assert environment and all(name.startswith("KAFKA_") for name in environment)
+    config = KafkaConfig(container_properties(load_properties(IMAGE_PROPERTIES), {}, environment))
+    assert {name: endpoint.connection_string for name, endpoint in config.advertised_listeners.items()} == {
+        "PLAINTEXT": "PLAINTEXT://minikafka:19092", "PLAINTEXT_HOST": "PLAINTEXT_HOST://localhost:9092"}
+    assert "9092:9092" in "\n".join(compose_service("minikafka"))
 
 
 @pytest.mark.parametrize(("env", "message"), [
