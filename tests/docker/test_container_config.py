@@ -3,11 +3,13 @@ defaults, and `run`/`healthcheck` as real processes around a real broker (no con
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -209,3 +211,21 @@ def test_run_refuses_a_bad_setting_with_exit_code_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "KAFKA_PROCESS_ROLES must include broker" in result.stderr
     assert not (tmp_path / "out.properties").exists()
+
+
+# ------------------------------------------------------------------------------------------ the build context
+
+
+def test_the_build_context_keeps_every_package_folder() -> None:
+    """docker/Dockerfile copies the context as .dockerignore filters it: nothing pip needs may be ignored."""
+    repo = IMAGE_PROPERTIES.parents[1]
+    patterns = [line.strip() for line in (repo / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    package_dirs = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    needed = [*package_dirs, "pyproject.toml", "README.md", "config", "config/server.properties"]
+    ignored = [path for path in needed for pattern in patterns
+               if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, pattern.removeprefix("**/"))]
+    assert not ignored, f".dockerignore leaves out {ignored}"
+    assert {".git", ".venv", ".cache", "data"} <= set(patterns), "the context stays small"
+    dockerfile = (repo / "docker" / "Dockerfile").read_text()
+    assert "COPY . ." in dockerfile
