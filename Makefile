@@ -12,7 +12,7 @@ MYPY_PATH := $(VENV)/mypy-path
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
 
-.PHONY: run test lint typecheck contracts docs pytest clean
+.PHONY: run test lint typecheck contracts docs pytest test-container clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ docs: $(TEST_STAMP)
 
 pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile
+
+## make test-container: build docker/Dockerfile's image with podman (base image from Debian's packages, cached;
+## nothing pulled) and test it running (tests/docker/test_container.py; skips with the reason without podman)
+test-container: $(TEST_STAMP)
+	MINIKAFKA_CONTAINER_TESTS=1 $(BIN)/python -m pytest -q -ra --durations=10 -p no:xdist tests/docker/test_container.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
