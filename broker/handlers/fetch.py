@@ -81,7 +81,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         elif from_follower and error is None:
             error = _not_a_replica(data)
         if error is not None:
-            erroneous[topic_partition] = PartitionRead(error, b"")
+            # refused before the read: Kafka's FetchResponse.partitionResponse has an empty aborted list, while
+            # ReplicaManager's refusal of a follower (a read error) leaves it null
+            aborted = None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError)) else []
+            erroneous[topic_partition] = PartitionRead(error, b"", aborted_transactions=aborted)
         else:
             interesting.append((topic_partition, data))
     # A consumer never asks for more than its consumer_byte_rate quota could allow in one window (KafkaApis).

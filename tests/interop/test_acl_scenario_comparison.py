@@ -9,6 +9,10 @@ then after the admin grants literal, prefixed and deny ACLs (tests/interop/acl_s
 
 Kafka's own `kafka-acls` and `kafka-configs` then run against both brokers over the SASL listener with
 `--command-config` (the admin's SCRAM credentials), and as alice, who is refused.
+
+The authorization scenario (tests/interop/authorization_scenario.py) sends one request per API the broker
+advertises as carol, with no ACLs and under narrow ACLs, and compares what each answer reveals (error codes,
+names, ids, offsets, configs, record bytes) between the two brokers.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import pytest
 from bench.apache_kafka import ApacheKafka
 from bench.kafka_jars import find_main_class, java_command
 from bench.security_throughput import ScramMiniKafka
+from minikafka.protocol.api_keys import SUPPORTED_VERSIONS
+from tests.interop import authorization_scenario
 from tests.interop.acl_scenario import (
     ADMIN,
     ALICE,
@@ -88,6 +94,24 @@ def test_acl_scenario_answers_the_same_error_codes(brokers: dict[str, str]) -> N
     assert answers["no ACLs: create acls"] == [31] and answers["granted: create acls"] == [31]
     assert answers["granted: join group grp-a"] == 79  # MEMBER_ID_REQUIRED: past the authorizer
     assert answers["granted: init producer id transactional"] == 0
+
+
+def test_every_api_reveals_no_more_than_apache_kafka(brokers: dict[str, str]) -> None:
+    """Issue 29: for every advertised API, as a principal without ACLs and under narrow ACLs, minikafka's answer
+    reveals exactly what Apache Kafka 4.3.1's does."""
+    assert set(SUPPORTED_VERSIONS) <= authorization_scenario.covered_api_keys()
+    apache = authorization_scenario.run(brokers["apache"], ADMIN)
+    ours = authorization_scenario.run(brokers["minikafka"], ADMIN)
+    assert [label for label, _ in apache] == [label for label, _ in ours]
+    differences = [(label, theirs, mine) for (label, theirs), (_, mine) in zip(apache, ours, strict=True)
+                   if theirs != mine]
+    assert differences == [], "\n".join(f"{label}:\n  Apache Kafka {a!r}\n  minikafka    {m!r}"
+                                         for label, a, m in differences)
+    answers = dict(apache)
+    # the scenario did reach past the authorizer under the narrow ACLs, not only refusals
+    assert answers["no ACLs: produce"] != answers["narrow ACLs: produce"]
+    assert answers["no ACLs: consumer group heartbeat by regex"] != answers[
+        "narrow ACLs: consumer group heartbeat by regex"]
 
 
 def command_config(tmp_path: Path, user: str, password: str) -> Path:
