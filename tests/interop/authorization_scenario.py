@@ -188,7 +188,7 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
     def txn_verify(client: WireClient) -> Any:
         return send(client, ApiKey.ADD_PARTITIONS_TO_TXN, 5, transactions=[{
             "transactional_id": TXN_ID, "producer_id": 0, "producer_epoch": 0, "verify_only": True,
-            "topics": [{"name": "az-open", "partitions": [0]}]}])
+            "topics": [{"name": t, "partitions": [0]} for t in ("az-open", "az-secret")]}])
 
     def config_resources(kind: int, names: list[str], op: bool = False) -> list[dict[str, Any]]:
         config = {"name": "retention.ms", "value": "3600000", **({"config_operation": 0} if op else {})}

@@ -18,10 +18,14 @@ names, ids, offsets, configs, record bytes) between the two brokers.
 from __future__ import annotations
 
 import subprocess
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
+from kafka.protocol.metadata.metadata import MetadataRequest
 
 from bench.apache_kafka import ApacheKafka
 from bench.kafka_jars import find_main_class, java_command
@@ -112,6 +116,51 @@ def test_every_api_reveals_no_more_than_apache_kafka(brokers: dict[str, str]) ->
     assert answers["no ACLs: produce"] != answers["narrow ACLs: produce"]
     assert answers["no ACLs: consumer group heartbeat by regex"] != answers[
         "narrow ACLs: consumer group heartbeat by regex"]
+
+
+def kip848_regex_assignment(bootstrap: str, user: tuple[str, str], group: str, regex: str) -> dict[str, int]:
+    """A confluent-kafka `group.protocol=consumer` member subscribed to `regex` (sent to the broker as
+    SubscribedTopicRegex): topic -> number of partitions assigned, once an assignment has held for 1.5 s (Kafka
+    resolves regexes asynchronously, so the first heartbeats may bring nothing) or after 15 s."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user[0], "sasl.password": user[1],
+                         "group.id": group, "group.protocol": "consumer", "enable.auto.commit": False,
+                         "auto.offset.reset": "latest"})
+    try:
+        consumer.subscribe([regex])
+        deadline = time.monotonic() + 15
+        assigned: dict[str, int] = {}
+        changed_at = time.monotonic()
+        while time.monotonic() < deadline and not (assigned and time.monotonic() - changed_at > 1.5):
+            consumer.poll(0.3)
+            now = dict(Counter(tp.topic for tp in consumer.assignment()))
+            if now != assigned:
+                assigned, changed_at = now, time.monotonic()
+        return assigned
+    finally:
+        consumer.close()
+
+
+def test_kip848_regex_matches_internal_topics_filtered_by_describe(brokers: dict[str, str]) -> None:
+    """Issue 23 (scope 2) with a KIP-848 client: a regex matches every topic of the cluster, internal ones
+    included, and only topics the member may DESCRIBE are assigned (Kafka's TopicRegexResolver)."""
+    outcomes = {}
+    for target, bootstrap in brokers.items():
+        topic = "k848-topic"
+        with SaslWireClient(bootstrap, *ADMIN) as admin:
+            assert create_topics(admin, [topic]) == [(topic, 0)]
+            assert create_acls(admin, [(3, "k848-carol", 3, "User:carol", "*", 3, 3),  # READ on the group
+                                       (2, topic, 3, "User:carol", "*", 8, 3)]) == [0, 0]  # DESCRIBE on the topic
+            offsets_partitions = len(admin.request(MetadataRequest[12](
+                topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],
+                allow_auto_topic_creation=False)).topics[0].partitions)
+        regex = f"^(__consumer_offsets|{topic})$"
+        as_admin = kip848_regex_assignment(bootstrap, ADMIN, "k848-admin", regex)
+        as_carol = kip848_regex_assignment(bootstrap, authorization_scenario.CAROL, "k848-carol", regex)
+        outcomes[target] = (as_admin, as_carol)
+        assert as_admin == {"__consumer_offsets": offsets_partitions, topic: 1}, target
+        assert as_carol == {topic: 1}, target
+    assert outcomes["apache"][1] == outcomes["minikafka"][1]
 
 
 def command_config(tmp_path: Path, user: str, password: str) -> Path:
