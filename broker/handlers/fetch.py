@@ -83,7 +83,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         if error is not None:
             # refused before the read: Kafka's FetchResponse.partitionResponse has an empty aborted list, while
             # ReplicaManager's refusal of a follower (a read error) leaves it null
-            aborted = None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError)) else []
+            aborted: list[tuple[int, int]] | None = (
+                None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError)) else [])
             erroneous[topic_partition] = PartitionRead(error, b"", aborted_transactions=aborted)
         else:
             interesting.append((topic_partition, data))
