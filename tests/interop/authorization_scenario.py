@@ -26,6 +26,7 @@ from tests.wire_client import WireClient
 
 TOPICS = ("az-open", "az-desc", "az-secret")
 TXN_ID = "az-tx"
+ONGOING_TXN_ID = "az-ongoing"
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 2, 3, 4, 5
 LITERAL, PREFIXED, ALLOW = 3, 4, 3
 READ, WRITE, CREATE, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS = 3, 4, 5, 8, 9, 10
@@ -38,6 +39,7 @@ NARROW_GRANTS = [
     (GROUP, "az-cg", LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
     (GROUP, "az-rx", LITERAL, "User:carol", "*", READ, ALLOW),
     (TRANSACTIONAL_ID, TXN_ID, LITERAL, "User:carol", "*", WRITE, ALLOW),
+    (TRANSACTIONAL_ID, ONGOING_TXN_ID, LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
     (CLUSTER, "kafka-cluster", LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
     (CLUSTER, "kafka-cluster", LITERAL, "User:carol", "*", CLUSTER_ACTION, ALLOW),
 ]
@@ -125,7 +127,8 @@ def produce(client: WireClient, topics: list[str], transactional_id: str | None 
 
 def prepare(admin: WireClient) -> Context:
     """As the administrator: the topics with one record each, committed offsets of group az-grp, a KIP-848
-    member of az-cg assigned az-secret, and the transactional id az-tx initialised."""
+    member of az-cg assigned az-secret, the transactional id az-tx initialised and az-ongoing's transaction
+    open over az-open and az-secret."""
     warm_up_coordinators(admin)
     assert create_topics(admin, list(TOPICS)) == sorted((name, 0) for name in TOPICS)
     for name in TOPICS:  # one record each; Kafka's new partitions take a moment to get their leader
@@ -141,6 +144,15 @@ def prepare(admin: WireClient) -> Context:
     assert joined.error_code == 0, joined
     assert send(admin, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=TXN_ID, transaction_timeout_ms=60_000,
                 producer_id=-1, producer_epoch=-1).error_code == 0
+    # an ongoing transaction over a topic carol may describe and one she may not
+    producer = send(admin, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=ONGOING_TXN_ID, transaction_timeout_ms=300_000,
+                    producer_id=-1, producer_epoch=-1)
+    _until_ok(lambda: send(admin, ApiKey.ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id=ONGOING_TXN_ID,
+                           v3_and_below_producer_id=producer.producer_id,
+                           v3_and_below_producer_epoch=producer.producer_epoch,
+                           v3_and_below_topics=[{"name": t, "partitions": [0]} for t in ("az-open", "az-secret")]),
+              lambda added: [p.partition_error_code for t in added.results_by_topic_v3_and_below
+                             for p in t.results_by_partition])
     listed = send(admin, ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False)
     return Context({t.topic_id: t.name for t in listed.topics}, uuid.uuid4())
 
@@ -247,7 +259,7 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
                                                                  for t in ("az-open", "az-secret")]).topics
                                                for p in t.partitions)),
         ("describe transactions", lambda c: send(c, ApiKey.DESCRIBE_TRANSACTIONS, 0,
-                                                 transactional_ids=[TXN_ID, "az-ghost-tx"])),
+                                                 transactional_ids=[TXN_ID, ONGOING_TXN_ID, "az-ghost-tx"])),
         ("list transactions", lambda c: [s for s in reveal(send(c, ApiKey.LIST_TRANSACTIONS, 1), ctx)
                                          ["transaction_states"] if str(s["transactional_id"]).startswith("az-")]),
         ("describe acls", lambda c: send(c, ApiKey.DESCRIBE_ACLS, 3, resource_type_filter=2,
