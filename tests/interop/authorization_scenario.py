@@ -167,11 +167,11 @@ def _until_ok(call: Callable[[], Any], codes: Callable[[Any], list[int]], timeou
 
 def _heartbeat_until_assigned(client: WireClient, group: str, **subscription: Any) -> Any:
     """Join, then heartbeat until the member has an assignment (Kafka resolves a regex asynchronously, so its
-    first answer may come before the resolution) or 8 s passed; the last answer."""
+    first answer may come before the resolution) or 20 s passed; the last answer."""
     member_id = str(uuid.uuid4())
     answer = send(client, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id=group, member_id=member_id, member_epoch=0,
                   rebalance_timeout_ms=30_000, topic_partitions=[], **subscription)
-    deadline = time.monotonic() + 8
+    deadline = time.monotonic() + 20
     while answer.error_code == 0 and not (answer.assignment and answer.assignment.topic_partitions) \
             and time.monotonic() < deadline:
         time.sleep(0.3)
