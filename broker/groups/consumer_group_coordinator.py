@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -110,6 +110,9 @@ class HeartbeatRequestData:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: The topics among the given names the member may DESCRIBE (Kafka resolves a group's regular expressions
+    #: with the authorizer and the context of the member whose heartbeat triggered it); None: every topic.
+    describable_topics: Callable[[Iterable[str]], set[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,9 @@ class ConsumerGroupCoordinator:
         self.timers = MemberTimers(lambda: coordinator.scheduler)
         self.classic = ClassicProtocolMembers(self)
         self.conversion = GroupConversion(self)
+        #: group id -> subscribed regex -> the topic names it resolved to (Kafka's ResolvedRegularExpression,
+        #: kept in memory: resolved again at every heartbeat of the group's members).
+        self.resolved_regexes: dict[str, dict[str, frozenset[str]]] = {}
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -242,6 +248,8 @@ class ConsumerGroupCoordinator:
                                     else member.subscribed_topic_regex),
             client_id=request.client_id, client_host=request.client_host, classic=None,
         )
+        self._resolve_regexes(group_id, [*(m for mid, m in group.members.items() if mid != member_id), updated],
+                              request.describable_topics)
         reconciled = self.update_member(group, member, updated, replaced, request.owned, records)
         error = self.write(group_id, records)
         if error is not ErrorCode.NONE:
@@ -303,7 +311,7 @@ class ConsumerGroupCoordinator:
         if replaced is not None:
             members.pop(replaced, None)
         group_epoch = group.group_epoch
-        metadata = self._subscription_metadata(members.values())
+        metadata = self._subscription_metadata(group_id, members.values())
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group_id, metadata))
             bump = True
@@ -379,18 +387,40 @@ class ConsumerGroupCoordinator:
                                f"epoch ({epoch}) than the one known by the group coordinator "
                                f"({member.member_epoch}).")
 
-    def _subscribed(self, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo]) -> set[str]:
+    def _resolve_regexes(self, group_id: str, members: Iterable[ConsumerGroupMember],
+                         describable: Callable[[Iterable[str]], set[str]] | None) -> None:
+        """Kafka's TopicRegexResolver: every regex of the group matched in full against every topic of the
+        cluster (internal ones included), then filtered to the topics the heartbeating member may DESCRIBE."""
+        regexes = {member.subscribed_topic_regex for member in members if member.subscribed_topic_regex}
+        if not regexes:
+            self.resolved_regexes.pop(group_id, None)
+            return
+        names = list(self.topic_image.topics())
+        resolved = {regex: {name for name in names if re.fullmatch(regex, name)} for regex in regexes}
+        if describable is not None:
+            allowed = describable({name for matched in resolved.values() for name in matched})
+            resolved = {regex: matched & allowed for regex, matched in resolved.items()}
+        self.resolved_regexes[group_id] = {regex: frozenset(matched) for regex, matched in resolved.items()}
+
+    def _subscribed(self, group_id: str, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo]) -> set[str]:
         names = {name for name in member.subscribed_topic_names if name in topics}
-        if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names |= {name for name in topics if not name.startswith("__") and pattern.fullmatch(name)}
+        regex = member.subscribed_topic_regex
+        if regex:
+            resolved = self.resolved_regexes.get(group_id, {}).get(regex)
+            if resolved is None:
+                # Not resolved since this broker loaded the group: keep the topics the regex was resolved to
+                # before (the persisted subscription metadata) until a member's heartbeat resolves it again.
+                group = self.groups.get(group_id)
+                known = group.subscription_metadata if group is not None else {}
+                resolved = frozenset(name for name in known if re.fullmatch(regex, name))
+            names |= {name for name in resolved if name in topics}
         return names
 
-    def _subscription_metadata(self, members: Iterable[ConsumerGroupMember]) -> dict[str, TopicInfo]:
+    def _subscription_metadata(self, group_id: str, members: Iterable[ConsumerGroupMember]) -> dict[str, TopicInfo]:
         topics = self.topic_image.topics()
         names: set[str] = set()
         for member in members:
-            names |= self._subscribed(member, topics)
+            names |= self._subscribed(group_id, member, topics)
         return {name: topics[name] for name in sorted(names)}
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
@@ -405,7 +435,8 @@ class ConsumerGroupCoordinator:
         for member_id, member in members.items():
             current = group.target.get(replaced if replaced and member_id not in group.target else member_id, {})
             subscriptions[member_id] = MemberSubscription(
-                frozenset(metadata[name].topic_id for name in self._subscribed(member, metadata)), current)
+                frozenset(metadata[name].topic_id for name in self._subscribed(group.group_id, member, metadata)),
+                current)
         return assign(self.preferred_assignor(members.values()), subscriptions, by_id)
 
     def write(self, group_id: str, records: list[RecordKV]) -> ErrorCode:
@@ -453,7 +484,7 @@ class ConsumerGroupCoordinator:
             return self.conversion.downgrade(group, member_ids)
         records = [record for member_id in member_ids for record in member_tombstones(group.group_id, member_id)]
         remaining = [member for mid, member in group.members.items() if mid not in member_ids]
-        metadata = self._subscription_metadata(remaining)
+        metadata = self._subscription_metadata(group.group_id, remaining)
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group.group_id, metadata))
         records.append(group_epoch_record(group.group_id, group.group_epoch + 1))
@@ -466,6 +497,7 @@ class ConsumerGroupCoordinator:
 
     def delete(self, group: ConsumerGroup) -> ErrorCode:
         """DeleteGroups / expiry of an Empty consumer group: its records are tombstoned."""
+        self.resolved_regexes.pop(group.group_id, None)
         records = group_tombstones(group.group_id)
         error = self.write(group.group_id, records)
         if error is ErrorCode.NONE:

@@ -31,7 +31,8 @@ from tests.wire_client import WireClient
 MECHANISM = "SCRAM-SHA-256"
 ADMIN = ("admin", "admin-secret")
 ALICE = ("alice", "alice-secret")
-SCRAM_CREDENTIALS = [f"{MECHANISM}=[name={name},password={password}]" for name, password in (ADMIN, ALICE)]
+CAROL = ("carol", "carol-secret")  # the principal of tests/interop/authorization_scenario.py
+SCRAM_CREDENTIALS = [f"{MECHANISM}=[name={name},password={password}]" for name, password in (ADMIN, ALICE, CAROL)]
 # Topics the admin creates before alice asks anything; `doomed` is the one she may delete once granted.
 TOPICS = ("orders", "fin-payments", "fin-secret", "fin-hidden", "doomed")
 TXN_ID = "tx-orders"
