@@ -95,4 +95,3 @@ def test_a_truncated_message_is_refused() -> None:
     cls = _class(case["message"])
     with pytest.raises(Exception):  # noqa: B017 - kafka-python raises assorted errors on short input
         cls.decode(kafka_bytes[: len(kafka_bytes) // 2], version=case["version"])
-

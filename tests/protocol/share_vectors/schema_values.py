@@ -168,13 +168,14 @@ def regenerate(classpath: str) -> None:
     """Encode all_cases() with Kafka's classes (`classpath`: kafka-clients 4.3.1 and jackson) into vectors.json."""
     cases = all_cases()
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            ["javac", "-d", tmp, "-cp", classpath, str(HERE / "ShareSchemaVectors.java")], check=True
-        )
+        subprocess.run(["javac", "-d", tmp, "-cp", classpath, str(HERE / "ShareSchemaVectors.java")], check=True)
         lines = "".join(json.dumps(case) + "\n" for case in cases)
         result = subprocess.run(
             ["java", "-cp", f"{tmp}:{classpath}", "ShareSchemaVectors"],
-            input=lines, capture_output=True, text=True, check=False,
+            input=lines,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     if result.returncode:
         raise RuntimeError(result.stderr)
