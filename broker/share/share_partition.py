@@ -168,6 +168,10 @@ class SharePartition:
     def in_flight_count(self) -> int:
         return sum(1 for r in self._records if not r.state.terminal)
 
+    def delivery_complete_count(self) -> int:
+        """Offsets at or past the SPSO whose delivery is complete (KIP-1226's DeliveryCompleteCount)."""
+        return len(self._records) - self.in_flight_count()
+
     def offset_state(self, offset: int) -> tuple[RecordState, int, str] | None:
         """(state, delivery count, member id) of an offset in flight; None below the SPSO or past the SPEO."""
         if not self._start <= offset < self._start + len(self._records):
