@@ -81,7 +81,7 @@ class ShareCoordinatorState:
     def state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ShareGroupOffset | None:
         return self._states.get((group_id, topic_id, partition))
 
-    def keys(self) -> list[SharePartitionKey]:
+    def share_partitions(self) -> list[SharePartitionKey]:
         return list(self._states)
 
     def update_count(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
