@@ -177,6 +177,7 @@ def _decode_value(record_type: int, data: memoryview) -> ShareSnapshotValue | Sh
     snapshot_epoch, leader_epoch, start_offset = head
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, tuple(batches), delivery_complete_count)
 
+
 def _uvarint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
