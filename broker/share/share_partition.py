@@ -70,7 +70,8 @@ class _OffsetState:
 
 @dataclass(frozen=True, slots=True)
 class ShareAcquiredRecords:
-    """What one `acquire` handed to a member, and what it archived on the way (aborted transactions)."""
+    """What one `acquire` handed to a member, and the state batches it archived on the way (offsets the log no
+    longer has, aborted transactions under read_committed), to be persisted."""
 
     acquired_records: list[AcquiredRecords] = field(default_factory=list)
     count: int = 0
@@ -230,7 +231,7 @@ class SharePartition:
             return ShareAcquiredRecords()
         record_limit = acquire_mode is ShareAcquireMode.RECORD_LIMIT
         deadline_ms = self._clock_ms() + self.config.record_lock_duration_ms
-        self._archive_stale(fetch_offset, batches[0].base_offset)
+        stale = self._archive_stale(fetch_offset, batches[0].base_offset)
         acquired: list[int] = []
         offset: int | None = max(batches[0].base_offset, self._start)
         cache_after = self._start + len(self._records)
@@ -256,9 +257,10 @@ class SharePartition:
                 deadline_ms,
                 acquired,
             )
-        archived: list[PersisterStateBatch] = []
+        archived = self._persister_batches(stale)
         if aborted_transactions and self.config.isolation_level is IsolationLevel.READ_COMMITTED:
-            acquired, archived = self._archive_aborted(batches, aborted_transactions, acquired)
+            acquired, aborted = self._archive_aborted(batches, aborted_transactions, acquired)
+            archived += aborted
         self._advance_start_offset()
         return ShareAcquiredRecords(self._acquired_ranges(acquired), len(acquired), archived)
 
@@ -270,12 +272,16 @@ class SharePartition:
             return min(max_fetch_records, self._end - fetch_offset + 1), min(last_offset, self._end)
         return max_records, last_offset
 
-    def _archive_stale(self, fetch_offset: int, base_offset: int) -> None:
-        """Offsets the log no longer has (compacted or deleted between the fetch offset and the first batch)."""
+    def _archive_stale(self, fetch_offset: int, base_offset: int) -> list[int]:
+        """Archive the offsets the log no longer has (compacted or deleted between the fetch offset and the first
+        batch read); returns them, to be persisted."""
+        archived = []
         for offset in range(max(fetch_offset, self._start), min(base_offset, self._start + len(self._records))):
             record = self._records[offset - self._start]
             if record.state is RecordState.AVAILABLE:
                 record.state = RecordState.ARCHIVED
+                archived.append(offset)
+        return archived
 
     def _acquire_cached(
         self,
