@@ -6,7 +6,10 @@ ReadShareGroupState (84), WriteShareGroupState (85), DeleteShareGroupState (86),
 and the admin DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92).
 
 The share-group classes are not in `protocol.messages`' tables nor in ApiVersions yet: an API is listed there only
-once a handler serves it. Same machinery as `kafka.protocol`'s classes; stateless and thread-safe."""
+once a handler serves it. Same machinery as `kafka.protocol`'s classes; stateless and thread-safe.
+
+The folder also holds Kafka 4.3.1's coordinator record JSON (`ShareGroup*Key/Value` from kafka-group-coordinator,
+`Share{Snapshot,Update}Key/Value` from kafka-share-coordinator), read by `protocol.coordinator_record_schema`."""
 
 from __future__ import annotations
 
