@@ -188,6 +188,12 @@ class ShareGroup:
             self._remove(member_id, topics)
         return expired
 
+    def on_loaded(self, now_ms: int, topics: TopicsImage) -> None:
+        """After replaying the group's records: every member gets a fresh session (Kafka reschedules the session
+        timeouts on load) and the subscribed topics are taken as they are now."""
+        self._deadlines_ms = dict.fromkeys(self.members, now_ms + self.session_timeout_ms)
+        self._metadata_changed(topics)
+
     def next_session_deadline_ms(self) -> int | None:
         return min(self._deadlines_ms.values()) if self._deadlines_ms else None
 
