@@ -429,7 +429,8 @@ class SharePartition:
     def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch]) -> list[PersisterStateBatch]:
         """Apply a member's acknowledgements, all or none: raises ShareAcknowledgeError (INVALID_REQUEST or
         INVALID_RECORD_STATE, Kafka's codes and messages) and changes nothing when any batch is refused.
-        Returns the state batches to persist. Offsets below the SPSO are already archived and are skipped."""
+        Returns the state batches to persist. Offsets below the SPSO are already archived and are skipped.
+        The request-level checks (`validate_acknowledgement_batches`) come first, in the handler, as in Kafka."""
         planned: dict[int, AcknowledgeType] = {}
         for batch in batches:
             self._plan_acknowledgement(member_id, batch, planned)

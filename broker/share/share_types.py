@@ -7,6 +7,7 @@ Plain immutable values; thread-safe.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from minikafka.broker.share.auto_offset_reset import ShareAutoOffsetReset
@@ -25,6 +26,7 @@ __all__ = [
     "ShareAcknowledgeError",
     "ShareAcquireMode",
     "ShareGroupConfig",
+    "validate_acknowledgement_batches",
 ]
 
 #: Kafka's error codes for a refused acknowledgement (`org.apache.kafka.common.protocol.Errors`).
@@ -142,3 +144,22 @@ class ShareGroupConfig:
     renew_acknowledge_enable: bool = True  # share.renew.acknowledge.enable
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED  # share.isolation.level
     auto_offset_reset: ShareAutoOffsetReset = _LATEST  # share.auto.offset.reset
+
+
+def validate_acknowledgement_batches(
+    batches: Sequence[AcknowledgementBatch], *, is_renew_ack: bool, renew_supported: bool
+) -> None:
+    """Kafka's request-level checks of one partition's acknowledgement batches (KafkaApis
+    validateAcknowledgementBatches): each batch well formed, in offset order, one type or one per offset, types
+    known to the request version, RENEW only in a request flagged IsRenewAck. INVALID_REQUEST otherwise."""
+    previous_last = -1
+    max_type = AcknowledgeType.RENEW if renew_supported else AcknowledgeType.REJECT
+    for batch in batches:
+        types = batch.acknowledge_types
+        if batch.first_offset > batch.last_offset or batch.first_offset < previous_last:
+            raise ShareAcknowledgeError(INVALID_REQUEST, f"Invalid acknowledgement batch {batch}.")
+        if not types or (len(types) > 1 and len(types) != batch.last_offset - batch.first_offset + 1):
+            raise ShareAcknowledgeError(INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}")
+        if any(not 0 <= t <= max_type for t in types) or (AcknowledgeType.RENEW in types and not is_renew_ack):
+            raise ShareAcknowledgeError(INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}")
+        previous_last = batch.last_offset

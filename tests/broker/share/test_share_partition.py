@@ -18,6 +18,7 @@ from minikafka.broker.share.share_types import (
     ShareAcknowledgeError,
     ShareAcquireMode,
     ShareGroupConfig,
+    validate_acknowledgement_batches,
 )
 
 MEMBER_ID = "member-1"
@@ -376,7 +377,7 @@ def test_testAcknowledgeWithAnotherMemberRollbackSubsetError() -> None:
     assert partition.offset_state(5) == (ACQUIRED, 1, MEMBER_ID)
 
 
-@pytest.mark.parametrize("types", [[9], [], [ACCEPT, ACCEPT]])
+@pytest.mark.parametrize("types", [[9], [-1], [], [ACCEPT, ACCEPT]])
 def test_invalid_acknowledge_types_are_an_invalid_request(types: list[int]) -> None:
     partition = make()
     fetch(partition, records(0, 5), 5)
@@ -406,6 +407,31 @@ def test_renew_extends_the_lock_and_can_be_disabled() -> None:
     disabled = make(renew_acknowledge_enable=False)
     fetch(disabled, records(0, 5), 5)
     assert refused(disabled, (0, 4, [RENEW])) == INVALID_RECORD_STATE
+
+
+def test_kafkas_request_checks_of_acknowledgement_batches() -> None:
+    # KafkaApis.validateAcknowledgementBatches, run by the handler before SharePartition.acknowledge.
+    def check(*batches: tuple[int, int, list[int]], is_renew_ack: bool = False, renew_supported: bool = True) -> None:
+        validate_acknowledgement_batches(
+            [AcknowledgementBatch(f, last, tuple(t)) for f, last, t in batches],
+            is_renew_ack=is_renew_ack,
+            renew_supported=renew_supported,
+        )
+
+    check((0, 4, [ACCEPT]), (4, 6, [RELEASE]))  # touching at one offset passes here (SharePartition refuses it)
+    check((0, 4, [RENEW]), is_renew_ack=True)
+    for batches, kwargs in [
+        (((0, 4, [RENEW]),), {}),  # RENEW in a request not flagged IsRenewAck
+        (((0, 4, [RENEW]),), {"is_renew_ack": True, "renew_supported": False}),  # v1 knows types 0-3 only
+        (((5, 9, [ACCEPT]), (0, 4, [ACCEPT])), {}),  # out of order
+        (((5, 4, [ACCEPT]),), {}),
+        (((0, 4, []),), {}),
+        (((0, 4, [ACCEPT, ACCEPT]),), {}),
+        (((0, 0, [5]),), {}),
+    ]:
+        with pytest.raises(ShareAcknowledgeError) as caught:
+            check(*batches, **kwargs)  # type: ignore[arg-type]
+        assert caught.value.error_code == INVALID_REQUEST
 
 
 # ---- delivery count limit ------------------------------------------------------------------------------------
