@@ -23,17 +23,14 @@ def frame(request: object, correlation_id: int = 7, client_id: str = "test") -> 
 
 
 def metadata_v12() -> bytes:
-    return frame(
-        MetadataRequest[12](topics=None, allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-    )
+    return frame(MetadataRequest[12](topics=None, allow_auto_topic_creation=True,
+                                     include_topic_authorized_operations=False))
 
 
 def produce_v9(records: bytes = b"\x00" * 70) -> bytes:
     topic = ProduceRequest.TopicProduceData
     request = ProduceRequest[9](
-        transactional_id=None,
-        acks=-1,
-        timeout_ms=1000,
+        transactional_id=None, acks=-1, timeout_ms=1000,
         topic_data=[topic(name="t", partition_data=[topic.PartitionProduceData(index=0, records=records)])],
     )
     return frame(request, correlation_id=8)

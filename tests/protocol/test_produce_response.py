@@ -40,30 +40,22 @@ def generic(response: ProduceResponse) -> Any:
         partitions = []
         for p in topic.partition_responses:
             fields: dict[str, Any] = {
-                "index": p.index,
-                "error_code": p.error_code,
-                "base_offset": p.base_offset,
-                "log_append_time_ms": p.log_append_time_ms,
-                "log_start_offset": p.log_start_offset,
-                "record_errors": [
-                    partition_cls.BatchIndexAndErrorMessage(
-                        batch_index=e.batch_index, batch_index_error_message=e.batch_index_error_message
-                    )
-                    for e in p.record_errors
-                ],
+                "index": p.index, "error_code": p.error_code, "base_offset": p.base_offset,
+                "log_append_time_ms": p.log_append_time_ms, "log_start_offset": p.log_start_offset,
+                "record_errors": [partition_cls.BatchIndexAndErrorMessage(
+                    batch_index=e.batch_index, batch_index_error_message=e.batch_index_error_message)
+                    for e in p.record_errors],
                 "error_message": p.error_message,
             }
             if p.current_leader is not None:
                 fields["current_leader"] = partition_cls.LeaderIdAndEpoch(
-                    leader_id=p.current_leader.leader_id, leader_epoch=p.current_leader.leader_epoch
-                )
+                    leader_id=p.current_leader.leader_id, leader_epoch=p.current_leader.leader_epoch)
             partitions.append(partition_cls(**fields))
         topics.append(topic_cls(partition_responses=partitions, **naming))
     extra: dict[str, Any] = {}
     if response.version >= 10:
-        extra["node_endpoints"] = [
-            cls.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in response.node_endpoints
-        ]
+        extra["node_endpoints"] = [cls.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+                                   for n in response.node_endpoints]
     return cls(responses=topics, throttle_time_ms=response.throttle_time_ms, **extra)
 
 
@@ -74,19 +66,14 @@ def expected_fields(response: ProduceResponse) -> dict[str, Any]:
     for topic in response.responses:
         partitions = []
         for p in topic.partition_responses:
-            fields: dict[str, Any] = {
-                "index": p.index,
-                "error_code": p.error_code,
-                "base_offset": p.base_offset,
-                "log_append_time_ms": p.log_append_time_ms,
-            }
+            fields: dict[str, Any] = {"index": p.index, "error_code": p.error_code, "base_offset": p.base_offset,
+                                      "log_append_time_ms": p.log_append_time_ms}
             if version >= 5:
                 fields["log_start_offset"] = p.log_start_offset
             if version >= 8:
-                fields["record_errors"] = [
-                    {"batch_index": e.batch_index, "batch_index_error_message": e.batch_index_error_message}
-                    for e in p.record_errors
-                ]
+                fields["record_errors"] = [{"batch_index": e.batch_index,
+                                            "batch_index_error_message": e.batch_index_error_message}
+                                           for e in p.record_errors]
                 fields["error_message"] = p.error_message
             if version >= 10 and p.current_leader is not None:
                 fields["current_leader"] = p.current_leader._asdict()
@@ -100,9 +87,8 @@ def expected_fields(response: ProduceResponse) -> dict[str, Any]:
         topics.append({**naming, "partition_responses": partitions})
     top: dict[str, Any] = {"responses": topics, "throttle_time_ms": response.throttle_time_ms}
     if version >= 10 and response.node_endpoints:
-        top["node_endpoints"] = [
-            {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack} for n in response.node_endpoints
-        ]
+        top["node_endpoints"] = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+                                 for n in response.node_endpoints]
     return top
 
 
@@ -131,43 +117,23 @@ def assert_same_bytes(response: ProduceResponse, correlation_id: int = 17) -> by
 
 def several_topics(version: int) -> ProduceResponse:
     """Successes, append-time timestamps, errors with and without messages, record errors, an empty topic."""
-    return ProduceResponse(
-        version,
-        throttle_time_ms=0,
-        responses=[
-            TopicProduceResponse(
-                "orders",
-                [
-                    PartitionProduceResponse(0, 0, 1_000, -1, 0),
-                    PartitionProduceResponse(1, 0, 42, 1_700_000_000_123, 7),  # LogAppendTime topic
-                    PartitionProduceResponse(
-                        2,
-                        87,
-                        -1,
-                        -1,
-                        0,
-                        [  # INVALID_RECORD
-                            BatchIndexAndErrorMessage(0, "Compacted topic cannot accept message without key."),
-                            BatchIndexAndErrorMessage(3, None),
-                            BatchIndexAndErrorMessage(9, "timestamp out of range ü"),
-                        ],
-                        "One or more records have been rejected",
-                    ),
-                    PartitionProduceResponse(3, 3),  # UNKNOWN_TOPIC_OR_PARTITION, nothing else
-                ],
-                TOPIC_ID,
-            ),
-            TopicProduceResponse(
-                "payments-ü",
-                [
-                    PartitionProduceResponse(0, 48, -1, -1, 12, error_message="fenced"),  # INVALID_PRODUCER_EPOCH
-                    PartitionProduceResponse(2_147_483_647, 0, 2**63 - 1, 2**63 - 1, 2**63 - 1),
-                ],
-                uuid.UUID(int=7),
-            ),
-            TopicProduceResponse("empty", [], uuid.UUID(int=8)),
-        ],
-    )
+    return ProduceResponse(version, throttle_time_ms=0, responses=[
+        TopicProduceResponse("orders", [
+            PartitionProduceResponse(0, 0, 1_000, -1, 0),
+            PartitionProduceResponse(1, 0, 42, 1_700_000_000_123, 7),  # LogAppendTime topic
+            PartitionProduceResponse(2, 87, -1, -1, 0, [  # INVALID_RECORD
+                BatchIndexAndErrorMessage(0, "Compacted topic cannot accept message without key."),
+                BatchIndexAndErrorMessage(3, None),
+                BatchIndexAndErrorMessage(9, "timestamp out of range ü"),
+            ], "One or more records have been rejected"),
+            PartitionProduceResponse(3, 3),  # UNKNOWN_TOPIC_OR_PARTITION, nothing else
+        ], TOPIC_ID),
+        TopicProduceResponse("payments-ü", [
+            PartitionProduceResponse(0, 48, -1, -1, 12, error_message="fenced"),  # INVALID_PRODUCER_EPOCH
+            PartitionProduceResponse(2_147_483_647, 0, 2**63 - 1, 2**63 - 1, 2**63 - 1),
+        ], uuid.UUID(int=7)),
+        TopicProduceResponse("empty", [], uuid.UUID(int=8)),
+    ])
 
 
 def test_the_encoder_covers_every_served_version() -> None:
@@ -193,65 +159,27 @@ def test_several_topics_and_partitions_with_errors(version: int) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_leader_hints_are_written_only_where_the_version_has_them(version: int) -> None:
-    response = ProduceResponse(
-        version,
-        [
-            TopicProduceResponse(
-                "t",
-                [
-                    PartitionProduceResponse(0, 6, current_leader=LeaderIdAndEpoch(1, 5)),  # NOT_LEADER_OR_FOLLOWER
-                    PartitionProduceResponse(1, 6, current_leader=LeaderIdAndEpoch()),  # set, though to the defaults
-                    PartitionProduceResponse(2, 0, 10, -1, 0),
-                ],
-                TOPIC_ID,
-            )
-        ],
-        node_endpoints=[NodeEndpoint(1, "broker-1.example", 9092, "rack-a"), NodeEndpoint(2, "b2", 19092, None)],
-    )
+    response = ProduceResponse(version, [TopicProduceResponse("t", [
+        PartitionProduceResponse(0, 6, current_leader=LeaderIdAndEpoch(1, 5)),  # NOT_LEADER_OR_FOLLOWER
+        PartitionProduceResponse(1, 6, current_leader=LeaderIdAndEpoch()),  # set, though to the defaults
+        PartitionProduceResponse(2, 0, 10, -1, 0),
+    ], TOPIC_ID)], node_endpoints=[NodeEndpoint(1, "broker-1.example", 9092, "rack-a"),
+                                   NodeEndpoint(2, "b2", 19092, None)])
     frame = assert_same_bytes(response)
-    without = ProduceResponse(
-        version,
-        [
-            TopicProduceResponse(
-                "t",
-                [
-                    PartitionProduceResponse(0, 6),
-                    PartitionProduceResponse(1, 6),
-                    PartitionProduceResponse(2, 0, 10, -1, 0),
-                ],
-                TOPIC_ID,
-            )
-        ],
-    )
+    without = ProduceResponse(version, [TopicProduceResponse("t", [
+        PartitionProduceResponse(0, 6), PartitionProduceResponse(1, 6), PartitionProduceResponse(2, 0, 10, -1, 0),
+    ], TOPIC_ID)])
     assert (frame == without.to_bytes(17)) == (version < 10)
 
 
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 9])
 def test_lengths_over_one_varint_byte(version: int) -> None:
     """Compact lengths of 128+ (two varint bytes): many partitions and record errors, long names and messages."""
-    response = ProduceResponse(
-        version,
-        [
-            TopicProduceResponse(
-                "x" * 300,
-                [
-                    PartitionProduceResponse(
-                        index,
-                        87,
-                        -1,
-                        -1,
-                        0,
-                        [BatchIndexAndErrorMessage(i, "m" * i) for i in range(130)],
-                        "e" * 200,
-                        LeaderIdAndEpoch(0, index),
-                    )
-                    for index in range(130)
-                ],
-                TOPIC_ID,
-            )
-        ],
-        node_endpoints=[NodeEndpoint(n, "h" * 150, 9092, None) for n in range(3)],
-    )
+    response = ProduceResponse(version, [TopicProduceResponse("x" * 300, [
+        PartitionProduceResponse(index, 87, -1, -1, 0, [BatchIndexAndErrorMessage(i, "m" * i) for i in range(130)],
+                                 "e" * 200, LeaderIdAndEpoch(0, index))
+        for index in range(130)], TOPIC_ID)],
+        node_endpoints=[NodeEndpoint(n, "h" * 150, 9092, None) for n in range(3)])
     assert_same_bytes(response)
 
 
@@ -275,33 +203,22 @@ _partitions = st.builds(
     base_offset=st.integers(-1, 2**63 - 1),
     log_append_time_ms=st.integers(-1, 2**63 - 1),
     log_start_offset=st.integers(-1, 2**63 - 1),
-    record_errors=st.lists(
-        st.builds(BatchIndexAndErrorMessage, st.integers(0, 2**31 - 1), st.none() | _text), max_size=3
-    ),
+    record_errors=st.lists(st.builds(BatchIndexAndErrorMessage, st.integers(0, 2**31 - 1), st.none() | _text),
+                           max_size=3),
     error_message=st.none() | _text,
     current_leader=st.none() | st.builds(LeaderIdAndEpoch, st.integers(-1, 2**31 - 1), st.integers(-1, 2**31 - 1)),
 )
-_topics = st.builds(
-    TopicProduceResponse, name=_text, partition_responses=st.lists(_partitions, max_size=4), topic_id=st.uuids()
-)
-_nodes = st.builds(
-    NodeEndpoint, node_id=st.integers(0, 2**31 - 1), host=_text, port=st.integers(0, 65535), rack=st.none() | _text
-)
+_topics = st.builds(TopicProduceResponse, name=_text, partition_responses=st.lists(_partitions, max_size=4),
+                    topic_id=st.uuids())
+_nodes = st.builds(NodeEndpoint, node_id=st.integers(0, 2**31 - 1), host=_text, port=st.integers(0, 65535),
+                   rack=st.none() | _text)
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    version=st.sampled_from(list(VERSIONS)),
-    responses=st.lists(_topics, max_size=3),
-    throttle_time_ms=st.integers(0, 2**31 - 1),
-    node_endpoints=st.lists(_nodes, max_size=2),
-    correlation_id=st.integers(-(2**31), 2**31 - 1),
-)
-def test_any_response_encodes_as_kafka_python_does(
-    version: int,
-    responses: list[TopicProduceResponse],
-    throttle_time_ms: int,
-    node_endpoints: list[NodeEndpoint],
-    correlation_id: int,
-) -> None:
+@given(version=st.sampled_from(list(VERSIONS)), responses=st.lists(_topics, max_size=3),
+       throttle_time_ms=st.integers(0, 2**31 - 1), node_endpoints=st.lists(_nodes, max_size=2),
+       correlation_id=st.integers(-(2**31), 2**31 - 1))
+def test_any_response_encodes_as_kafka_python_does(version: int, responses: list[TopicProduceResponse],
+                                                    throttle_time_ms: int, node_endpoints: list[NodeEndpoint],
+                                                    correlation_id: int) -> None:
     assert_same_bytes(ProduceResponse(version, responses, throttle_time_ms, node_endpoints), correlation_id)

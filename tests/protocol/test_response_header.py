@@ -10,9 +10,8 @@ import pytest
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.messages import RESPONSE_CLASSES, encode_response
 
-CASES = [
-    (key, version) for key, cls in RESPONSE_CLASSES.items() for version in range(cls.min_version, cls.max_version + 1)
-]
+CASES = [(key, version) for key, cls in RESPONSE_CLASSES.items()
+         for version in range(cls.min_version, cls.max_version + 1)]
 
 
 def generic_frame(response: Any, correlation_id: int) -> bytes:
@@ -31,13 +30,6 @@ def test_a_response_with_content() -> None:
     cls = RESPONSE_CLASSES[ApiKey.LIST_OFFSETS][7]
     topic = cls.ListOffsetsTopicResponse
     partition = topic.ListOffsetsPartitionResponse
-    response = cls(
-        throttle_time_ms=3,
-        topics=[
-            topic(
-                name="t",
-                partitions=[partition(partition_index=0, error_code=0, timestamp=-1, offset=5, leader_epoch=0)],
-            )
-        ],
-    )
+    response = cls(throttle_time_ms=3, topics=[topic(name="t", partitions=[
+        partition(partition_index=0, error_code=0, timestamp=-1, offset=5, leader_epoch=0)])])
     assert encode_response(response, 11) == generic_frame(response, 11)

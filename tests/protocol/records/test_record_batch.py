@@ -191,49 +191,19 @@ def test_unknown_codec_is_reported_not_crashed() -> None:
     assert "attributes=0x5" in repr(batch)
 
 
-HEADER_FIELDS = (
-    "base_offset",
-    "batch_length",
-    "size_bytes",
-    "partition_leader_epoch",
-    "magic",
-    "crc",
-    "attributes",
-    "last_offset_delta",
-    "last_offset",
-    "next_offset",
-    "base_timestamp",
-    "max_timestamp",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "records_count",
-    "is_control",
-    "is_transactional",
-    "last_sequence",
-    "timestamp_type",
-    "has_delete_horizon",
-    "delete_horizon_ms",
-    "compression_type",
-)
+HEADER_FIELDS = ("base_offset", "batch_length", "size_bytes", "partition_leader_epoch", "magic", "crc", "attributes",
+                 "last_offset_delta", "last_offset", "next_offset", "base_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "records_count", "is_control", "is_transactional",
+                 "last_sequence", "timestamp_type", "has_delete_horizon", "delete_horizon_ms", "compression_type")
 
 
 @pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.LZ4])
 def test_a_view_of_bytes_reads_the_same_fields_as_a_lazy_view(codec: CompressionType) -> None:
     """Views of immutable bytes unpack the header once; every field must equal the lazy view's reading."""
     records = [Record(40 + i, 5_000 + i, b"k%d" % i, None if i == 2 else b"v%d" % i) for i in range(4)]
-    data = build_batch(
-        records,
-        base_offset=40,
-        compression=codec,
-        producer_id=77,
-        producer_epoch=3,
-        base_sequence=2**31 - 2,
-        is_transactional=True,
-        partition_leader_epoch=9,
-        delete_horizon_ms=123_456,
-        timestamp_type=TimestampType.LOG_APPEND_TIME,
-    )
+    data = build_batch(records, base_offset=40, compression=codec, producer_id=77, producer_epoch=3,
+                       base_sequence=2**31 - 2, is_transactional=True, partition_leader_epoch=9,
+                       delete_horizon_ms=123_456, timestamp_type=TimestampType.LOG_APPEND_TIME)
     padded = b"xx" + data
     lazy = RecordBatch(bytearray(padded), 2)
     for frozen in (RecordBatch(padded, 2), RecordBatch(memoryview(padded), 2), RecordBatch(memoryview(padded)[2:])):
