@@ -103,6 +103,11 @@ class _IndexFile:
 
     def flush(self) -> None:
         self.write_pending()
+        self.fsync()
+
+    def fsync(self) -> None:
+        """fsync what was written (no pending entries are written: that needs the log lock, this does not). A
+        file closed meanwhile raises ValueError."""
         os.fsync(self._file.fileno())
 
     def close(self) -> None:

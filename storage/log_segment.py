@@ -380,9 +380,21 @@ class LogSegment:
 
     # ------------------------------------------------------------------ files
     def flush(self) -> None:
+        self.write_pending_index_entries()
+        self.fsync()
+
+    def write_pending_index_entries(self) -> None:
+        """The indexes' entries held in memory to their files (page cache only; caller holds the log lock)."""
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
+
+    def fsync(self) -> None:
+        """fsync the four files as they are now. Needs no lock (Kafka's flush outside the log lock): appends and
+        index writes may run meanwhile, and what they add is covered by a later flush. A file closed meanwhile
+        (the segment deleted) raises OSError or ValueError; the caller checks whether the segment is still live."""
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        self.offset_index.fsync()
+        self.time_index.fsync()
         self.txn_index.flush()
 
     def close(self) -> None:

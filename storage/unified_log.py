@@ -129,8 +129,10 @@ def parse_topic_partition(dir: Path) -> tuple[str, int]:
 class UnifiedLog:
     """Owns one `<topic>-<partition>` directory: its segments, offsets, producer state and recovery point.
 
-    Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the
-    broker's IO threads, its timers and the cleaner threads may call in concurrently.
+    Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the event
+    loop (appends, reads, offsets), the housekeeping threads of `asyncio.to_thread` (flush, retention, rolls) and
+    the cleaner threads may call in concurrently. The lock is held for memory work and page-cache writes only:
+    fsyncs (`flush`, `flush_rolled_segments`), unlinks of deleted segments and the cleaner's reads run without it.
     """
 
     def __init__(
@@ -611,26 +613,42 @@ class UnifiedLog:
             target = self.active_segment.base_offset
         if not pending:
             return
-        with storage_errors(self.topic_partition, self):
-            for segment in pending:
-                try:
-                    segment.flush()
-                except (OSError, ValueError):
-                    with self._lock:
-                        if segment in self._segments:  # not deleted by retention or a swap meanwhile
-                            raise
-            fsync_dir(self.dir)
+        self._fsync_outside_lock(pending)
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
 
     def flush(self) -> None:
-        with self._lock, storage_errors(self.topic_partition, self):
-            for segment in self._segments:
-                if segment.next_offset > self.recovery_point or segment is self.active_segment:
-                    segment.flush()
-            self.recovery_point = self._log_end_offset
-            self.unflushed_messages = 0
+        """Make everything appended so far durable and move the recovery point to it (Kafka's
+        UnifiedLog.flush): the lock is held only to note the log end offset and write the indexes' pending
+        entries to the page cache, and again to mark the flushed offset; the fsyncs run without it, so
+        appends and reads on the event loop never wait for the disk."""
+        with self._lock:
+            target = self._log_end_offset
+            flushed_messages = self.unflushed_messages
+            active = self.active_segment
+            pending = [s for s in self._segments if s.next_offset > self.recovery_point or s is active]
+            with storage_errors(self.topic_partition, self):
+                for segment in pending:
+                    segment.write_pending_index_entries()
+        self._fsync_outside_lock(pending, directory=False)
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self.unflushed_messages = max(0, self.unflushed_messages - flushed_messages)
             self.last_flush_ms = self.clock.time_ms()
+
+    def _fsync_outside_lock(self, segments: list[LogSegment], *, directory: bool = True) -> None:
+        """fsync `segments` and the directory without holding the lock; a segment deleted meanwhile (retention,
+        a cleaner swap: its files closed) is skipped, any other failure is a storage error."""
+        with storage_errors(self.topic_partition, self):
+            for segment in segments:
+                try:
+                    segment.fsync()
+                except (OSError, ValueError):
+                    with self._lock:
+                        if segment in self._segments:  # not deleted by retention or a swap meanwhile
+                            raise
+            if directory:
+                fsync_dir(self.dir)
 
     def close(self) -> None:
         with self._lock:
