@@ -23,6 +23,7 @@ from minikafka.protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from minikafka.protocol.records import (
     RecordBatch,
     TimestampType,
+    batch_header,
     build_control_batch,
     set_base_offset,
     set_max_timestamp_and_type,
@@ -99,10 +100,9 @@ def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Itera
 def _last_offset(data: bytes | memoryview) -> int:
     """Last offset of the last whole batch in `data` (whole batches only)."""
     position, last = 0, -1
-    while position + 12 <= len(data):
-        last = int.from_bytes(data[position:position + 8], "big") + \
-            int.from_bytes(data[position + 23:position + 27], "big")
-        position += int.from_bytes(data[position + 8:position + 12], "big") + 12
+    while position + batch_header.LOG_OVERHEAD <= len(data):
+        last = batch_header.last_offset(data, position)
+        position += batch_header.batch_size(data, position)
     return last
 
 
