@@ -46,15 +46,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import bench.apache_kafka as apache_kafka
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT
+import tests.apache_kafka as apache_kafka
 from bench.machine import machine_description
 from minikafka.cleaner.cleaner import Cleaner
 from minikafka.cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
 from minikafka.protocol.records import iter_batches
 from minikafka.storage.clock import SystemClock
 from minikafka.storage.log_segment import LogSegment
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOPIC = "cleaner-bench"

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.kafka_jars import REPO_ROOT
 from bench.machine import machine_description
 from tests.broker_process import BrokerProcess
+from tests.kafka_jars import REPO_ROOT
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOPIC = "flush-latency"

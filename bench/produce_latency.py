@@ -35,10 +35,10 @@ from typing import Any
 
 from kafka.protocol.producer.produce import ProduceRequest
 
-from bench.kafka_jars import REPO_ROOT
 from bench.machine import machine_description
 from minikafka.protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
+from tests.kafka_jars import REPO_ROOT
 from tests.wire_client import WireClient
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"

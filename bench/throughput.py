@@ -37,11 +37,11 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
 from bench.e2e_latency import LOAD_DESCRIPTION, LatencyResult, LatencySettings, latency_table, measure_latency
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 from bench.machine import machine_description
 from bench.proc_cpu import ProcessTreeCpu, cpu_seconds_per_gb
+from tests.apache_kafka import ApacheKafka, free_port, metadata_broker_count
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
 BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOOL_HEAP = "512m"

@@ -1,7 +1,7 @@
 """Run Apache Kafka 4.x (a single KRaft node, from its official Maven Central jars) and its kafka-dump-log.
 
-    python -m bench.apache_kafka fetch   # download the jars into .cache/apache-kafka only
-    python -m bench.apache_kafka run     # start one node and print its bootstrap until Ctrl-C
+    python -m tests.apache_kafka fetch   # download the jars into .cache/apache-kafka only
+    python -m tests.apache_kafka run     # start one node and print its bootstrap until Ctrl-C
 
 Used by the interop tests (same client scenario against Apache Kafka and minikafka) and by
 bench/throughput.py. Only ever binds 127.0.0.1.
@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import jvm_process
-from bench.jvm_process import JvmProcess
-from bench.kafka_jars import (
+from minikafka.testing.mini_kafka import free_port, metadata_broker_count
+from tests import jvm_process
+from tests.jvm_process import JvmProcess
+from tests.kafka_jars import (
     DEFAULT_CACHE_DIR,
     KAFKA_VERSION,
     KafkaHarnessError,
@@ -32,7 +33,6 @@ from bench.kafka_jars import (
     find_main_class,
     java_command,
 )
-from minikafka.testing.mini_kafka import free_port, metadata_broker_count
 
 __all__ = [
     "ApacheKafka",
@@ -274,7 +274,7 @@ def check_dump_clean(result: DumpResult) -> list[str]:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.apache_kafka", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.apache_kafka", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["fetch", "run"])
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)

@@ -19,9 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import find_main_class, java_command
-from bench.security_throughput import ScramMiniKafka
+from tests.apache_kafka import ApacheKafka
 from tests.interop.acl_scenario import (
     ADMIN,
     ALICE,
@@ -35,6 +33,8 @@ from tests.interop.acl_scenario import (
     run_requests,
     warm_up_coordinators,
 )
+from tests.kafka_jars import find_main_class, java_command
+from tests.scram_mini_kafka import ScramMiniKafka
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
