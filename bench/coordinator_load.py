@@ -6,7 +6,8 @@ Writes `--commits` offset commits (1,000 groups x 10 partitions, the rest repeat
 commit, 1,000 per batch) into a one-partition `__consumer_offsets` and creates a topic `other`, with the storage
 layer, as a broker would have left them; then starts a broker subprocess on that log dir. From the moment it listens,
 one raw-socket client produces one 100 B record per request to `other` at `--rate` requests/s (open loop: latency
-from each request's due time), until the broker logs that the consumer groups are loaded. Reports the load time and
+from each request's due time; service time: from its actual send), until the broker logs that the consumer groups are
+loaded. Reports the load time and
 the produce latency during it; the goal (issue 28): every Produce answered within 100 ms throughout the load.
 """
 
@@ -98,16 +99,19 @@ def measure(commits: int, rate: float) -> tuple[Phase, int, int, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commits", type=int, default=1_000_000)
-    parser.add_argument("--rate", type=float, default=200.0, help="produce requests per second")
+    parser.add_argument("--rate", type=float, default=100.0, help="produce requests per second")
     parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
     phase, groups, load_ms, _ = measure(args.commits, args.rate)
+    worst = max(range(len(phase.service_ms)), key=phase.service_ms.__getitem__)
     table = "\n".join([
-        "| commits | groups loaded | load (broker log) | produce requests during it | p50 ms | p99 ms | max ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| commits | groups loaded | load (broker log) | produce requests during it | p50 ms | p99 ms | max ms "
+        "| service p99 ms | service max ms (request #) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {args.commits:,} | {groups:,} | {load_ms:,} ms | {len(phase.latencies_ms):,} | {phase.percentile(0.5):.2f} "
-        f"| {phase.percentile(0.99):.2f} | {max(phase.latencies_ms):.2f} |",
+        f"| {phase.percentile(0.99):.2f} | {max(phase.latencies_ms):.2f} | {phase.percentile(0.99, service=True):.2f} "
+        f"| {phase.service_ms[worst]:.2f} (#{worst + 1}) |",
     ])
     verdict = (f"max produce latency during the load {max(phase.latencies_ms):.1f} ms "
                f"({'under' if max(phase.latencies_ms) < 100 else 'NOT under'} 100 ms)")
