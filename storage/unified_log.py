@@ -132,7 +132,8 @@ class UnifiedLog:
     Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the event
     loop (appends, reads, offsets), the housekeeping threads of `asyncio.to_thread` (flush, retention, rolls) and
     the cleaner threads may call in concurrently. The lock is held for memory work and page-cache writes only:
-    fsyncs (`flush`, `flush_rolled_segments`), unlinks of deleted segments and the cleaner's reads run without it.
+    fsyncs (`flush`, `flush_rolled_segments`), the validation of appended batches (decompression, recompression),
+    unlinks of deleted segments and the cleaner's reads run without it.
     """
 
     def __init__(
@@ -259,11 +260,14 @@ class UnifiedLog:
     # ------------------------------------------------------------------- append
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
         """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
+        self._check_online()
+        now_ms = self.clock.time_ms()
+        config = self.config
+        # Validation (decompressing, checking keys, recompressing into the topic's codec) needs only the batch and
+        # the config: it runs before the lock, which the cleaner's swap and the flusher also take.
+        batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
         with self._lock, storage_errors(self.topic_partition, self):
             self._check_online()
-            now_ms = self.clock.time_ms()
-            config = self.config
-            batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
             if batch.producer_id >= 0:
                 duplicate = self.producer_state.check_append(batch, self._log_end_offset)
                 if duplicate is not None:
