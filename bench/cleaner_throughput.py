@@ -46,9 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import bench.apache_kafka as apache_kafka
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION
+import tests.apache_kafka as apache_kafka
 from bench.machine import machine_description
 from bench.results_log import HISTORY_MD, RESULTS_FILE, BenchResult, append_history, append_results, result
 from minikafka.cleaner.cleaner import Cleaner
@@ -56,6 +54,8 @@ from minikafka.cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
 from minikafka.protocol.records import iter_batches
 from minikafka.storage.clock import SystemClock
 from minikafka.storage.log_segment import LogSegment
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION
 
 BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 TOPIC = "cleaner-bench"

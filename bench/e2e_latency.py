@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.kafka_jars import KAFKA_VERSION
 from bench.machine import machine_description
 from bench.proc_cpu import tree_cpu_seconds
 from bench.results_log import HISTORY_MD, BenchResult, append_history, append_results, result
+from tests.kafka_jars import KAFKA_VERSION
 
 BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 _STAMP = struct.Struct(">qq")  # record index, produce() time in CLOCK_MONOTONIC nanoseconds
@@ -187,9 +187,9 @@ LOAD_DESCRIPTION = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.apache_kafka import ApacheKafka
-    from bench.kafka_jars import ensure_kafka_jars
     from bench.throughput import minikafka_server
+    from tests.apache_kafka import ApacheKafka
+    from tests.kafka_jars import ensure_kafka_jars
 
     parser = argparse.ArgumentParser(prog="python -m bench.e2e_latency", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="measured seconds per broker")

@@ -77,8 +77,9 @@ class Phase:
 class LatencyProbe:
     """One connection producing one small record per request at a fixed rate. Not thread-safe."""
 
-    def __init__(self, bootstrap: str, rate_per_s: float) -> None:
+    def __init__(self, bootstrap: str, rate_per_s: float, topic: str = LATENCY_TOPIC) -> None:
         self.client = WireClient(bootstrap, timeout_s=30)
+        self.topic = topic
         self.interval_s = 1.0 / rate_per_s
         self.sequence = 0
 
@@ -94,7 +95,7 @@ class LatencyProbe:
             acks=1,
             timeout_ms=30_000,
             topic_data=[
-                data(name=LATENCY_TOPIC, partition_data=[data.PartitionProduceData(index=0, records=batch)])
+                data(name=self.topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])
             ],
         )
 

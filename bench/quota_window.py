@@ -28,12 +28,12 @@ from typing import Any
 
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
 from bench.results_log import BenchResult, append_history, append_results, result
 from bench.throughput import create_topic
 from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from tests.wire_client import WireClient
 
 QUOTA_BYTES_PER_S = 1_048_576

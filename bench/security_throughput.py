@@ -32,8 +32,6 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
 from bench.results_log import BenchResult, append_history, append_results, result
 from bench.throughput import (
@@ -45,25 +43,15 @@ from bench.throughput import (
     run_producer_perf,
     with_broker_cpu,
 )
-from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
+from tests.scram_mini_kafka import ScramMiniKafka
 from tests.tls_material import CertificateAuthority
 
 LISTENER = "SASL_SSL"
 PROTOCOLS = ("PLAINTEXT", LISTENER)
 USER, PASSWORD = "bench", "bench-secret"
 BROKERS = ("minikafka", "apache")
-
-
-class ScramMiniKafka(MiniKafka):
-    """`MiniKafka` started with `serve --add-scram` for each of `scram_credentials` (Kafka's `kafka-storage format
-    --add-scram` syntax), so SCRAM users exist before the first connection. Not thread-safe, as MiniKafka."""
-
-    def __init__(self, scram_credentials: Sequence[str], config: dict[str, str], listeners: dict[str, str]) -> None:
-        super().__init__(config, listeners=listeners)
-        self.scram_credentials = list(scram_credentials)
-
-    def command(self) -> list[str]:
-        return super().command() + [arg for credential in self.scram_credentials for arg in ("--add-scram", credential)]
 
 
 @dataclass(frozen=True)

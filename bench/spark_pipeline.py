@@ -5,7 +5,7 @@
         [--skip-read] [--skip-snapshot] [--source-option kafka.max.poll.records=100000] [--profile-broker out.pstats]
 
 Issue 9 ("Speed"). One run starts both brokers (minikafka as `python -m minikafka.broker serve` through
-`minikafka.testing.MiniKafka`, Apache Kafka 4.3.1 as one KRaft node from its jars through `bench.apache_kafka`)
+`minikafka.testing.MiniKafka`, Apache Kafka 4.3.1 as one KRaft node from its jars through `tests.apache_kafka`)
 and produces the same records to both: `--records` records over `--keys` keys (every key once, in order, then
 keys drawn uniformly at random with a fixed seed; `--tombstones` of the random ones are tombstones), each key always
 in the partition `key index % partitions`, so both topics hold the same records at the same offsets. Producer:
@@ -55,11 +55,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars
 from bench.machine import machine_description
 from bench.results_log import BenchResult, append_results, result
 from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

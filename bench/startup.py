@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka, KafkaHarnessError
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 from bench.machine import machine_description
 from bench.results_log import BenchResult, append_results, result
 from minikafka.testing.mini_kafka import LOOPBACK, MiniKafka, metadata_broker_count
+from tests.apache_kafka import ApacheKafka, KafkaHarnessError
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
 POLL_INTERVAL_S = 0.005  # the same as MiniKafka's
 GOAL_MEDIAN_S = 1.0

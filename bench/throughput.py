@@ -38,7 +38,6 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
 from bench.e2e_latency import (
     LOAD_DESCRIPTION,
     LatencyResult,
@@ -47,10 +46,11 @@ from bench.e2e_latency import (
     latency_table,
     measure_latency,
 )
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 from bench.machine import machine_description
 from bench.proc_cpu import ProcessTreeCpu, cpu_seconds_per_gb
 from bench.results_log import HISTORY_MD, BenchResult, append_history, append_results, result
+from tests.apache_kafka import ApacheKafka, free_port, metadata_broker_count
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
 BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 TOOL_HEAP = "512m"

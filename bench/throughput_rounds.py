@@ -17,7 +17,6 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
 from bench.e2e_latency import LatencyResult
 from bench.results_log import BenchResult
 from bench.security_throughput import BROKERS, RunningBroker, _median
@@ -35,6 +34,7 @@ from bench.throughput import (
     warm_up,
     with_broker_cpu,
 )
+from tests.apache_kafka import ApacheKafka
 
 # broker -> case -> one (produce, consume (group), consume (assign)) per round
 RoundResults = dict[str, dict[Case, list[tuple[Measurement, ...]]]]

@@ -85,11 +85,7 @@ class GroupCoordinator:
         """Rebuild every group from `__consumer_offsets`. The broker already listens: until this returns,
         group requests are answered COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka does."""
         self.active = True
-        self.manager.loading = True
-        try:
-            await self.manager.load_all()
-        finally:
-            self.manager.loading = False
+        await self.manager.load_all()
         for group in self.manager.groups.values():
             for member in group.members.values():
                 self.rebalancer.schedule_heartbeat(group, member)

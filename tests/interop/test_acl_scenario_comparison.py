@@ -27,10 +27,8 @@ import pytest
 from confluent_kafka import Consumer
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import find_main_class, java_command
-from bench.security_throughput import ScramMiniKafka
 from minikafka.protocol.api_keys import SUPPORTED_VERSIONS
+from tests.apache_kafka import ApacheKafka
 from tests.interop import authorization_scenario
 from tests.interop.acl_scenario import (
     ADMIN,
@@ -45,6 +43,8 @@ from tests.interop.acl_scenario import (
     run_requests,
     warm_up_coordinators,
 )
+from tests.kafka_jars import find_main_class, java_command
+from tests.scram_mini_kafka import ScramMiniKafka
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KafkaHarnessError
 from bench.mirror_maker import ensure_mirror_maker_jars, migration_properties
 from bench.mirror_scenario import (
     AFTER_CUT_OVER_RECORDS,
@@ -30,7 +28,9 @@ from bench.mirror_scenario import (
     MigrationResult,
     run_migration,
 )
+from tests.apache_kafka import ApacheKafka
 from tests.broker_process import BrokerProcess
+from tests.kafka_jars import KafkaHarnessError
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
