@@ -47,37 +47,49 @@ class GroupRebalancer:
 
     # -- rebalance ---------------------------------------------------------------------------------------
     def rebalance(self, group: GroupMetadata) -> None:
-        """Membership changed by a join: start a rebalance if the state allows, finish it if all are in."""
-        self.maybe_prepare_rebalance(group)
-        self.try_complete_join(group)
+        """Membership changed by a join (Kafka's `maybePrepareRebalanceOrCompleteJoin`): start a rebalance if the
+        state allows, else finish the running one if all are in."""
+        if group.can_rebalance():
+            self._prepare_rebalance(group)
+        else:
+            self.try_complete_join(group)
+
+    def in_initial_delay(self, group: GroupMetadata) -> bool:
+        """The group is in its first rebalance since it was empty (Kafka: PreparingRebalance after Empty)."""
+        return group.group_id in self._in_initial_delay
 
     def maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
         if group.can_rebalance():
             self._prepare_rebalance(group)
 
     def _prepare_rebalance(self, group: GroupMetadata) -> None:
+        """Kafka's `prepareRebalance`: the initial rebalance of an empty group completes only from its delay
+        timer, also when `group.initial.rebalance.delay.ms` is 0, so joins that arrive together land in one
+        generation; any other rebalance completes as soon as every member rejoined."""
         if group.is_(GroupState.COMPLETING_REBALANCE):
             self.propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        was_empty = group.is_(GroupState.EMPTY)
+        is_initial_rebalance = group.is_(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._now_ms())
         group.rebalance_epoch += 1
         epoch = group.rebalance_epoch
         rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         self._cancel_join_timer(group.group_id)
-        initial_delay_ms = self.coordinator.config.initial_rebalance_delay_ms
-        if was_empty and initial_delay_ms > 0:
-            remaining_ms = max(rebalance_timeout_ms - initial_delay_ms, 0)
+        if is_initial_rebalance:
+            delay_ms = self.coordinator.config.initial_rebalance_delay_ms
+            remaining_ms = max(rebalance_timeout_ms - delay_ms, 0)
             group.new_member_added = False
             self._in_initial_delay.add(group.group_id)
             self._join_timers[group.group_id] = self._call_later(
-                initial_delay_ms,
-                lambda: self._on_initial_delay_expired(group, epoch, initial_delay_ms, remaining_ms),
+                delay_ms, lambda: self._on_initial_delay_expired(group, epoch, delay_ms, remaining_ms)
             )
-        else:
-            self._in_initial_delay.discard(group.group_id)
-            self._join_timers[group.group_id] = self._call_later(
-                rebalance_timeout_ms, lambda: self._on_join_expired(group, epoch)
-            )
+            return
+        self._in_initial_delay.discard(group.group_id)
+        if group.all_members_joined():
+            self._complete_join(group)
+            return
+        self._join_timers[group.group_id] = self._call_later(
+            rebalance_timeout_ms, lambda: self._on_join_expired(group, epoch)
+        )
 
     def forget(self, group: GroupMetadata) -> None:
         """The group stops being a classic group (online upgrade): drop its join and member timers."""
@@ -92,14 +104,17 @@ class GroupRebalancer:
             timer.cancel()
 
     def _on_initial_delay_expired(self, group: GroupMetadata, epoch: int, delay_ms: int, remaining_ms: int) -> None:
+        """Kafka's `tryCompleteInitialRebalanceElseSchedule`: a member that joined during the delay extends it by
+        another delay (at most what is left of the rebalance timeout); otherwise the join phase completes."""
         if group.rebalance_epoch != epoch or not group.is_(GroupState.PREPARING_REBALANCE):
             return
-        if group.new_member_added and remaining_ms > 0:
+        if group.new_member_added and remaining_ms != 0:
             group.new_member_added = False
-            next_delay_ms = min(delay_ms, remaining_ms)
+            next_delay_ms = min(self.coordinator.config.initial_rebalance_delay_ms, remaining_ms)
+            next_remaining_ms = max(remaining_ms - delay_ms, 0)
             self._join_timers[group.group_id] = self._call_later(
                 next_delay_ms,
-                lambda: self._on_initial_delay_expired(group, epoch, delay_ms, remaining_ms - next_delay_ms),
+                lambda: self._on_initial_delay_expired(group, epoch, next_delay_ms, next_remaining_ms),
             )
             return
         self._complete_join(group)
