@@ -21,6 +21,7 @@ from bench.apache_kafka import ApacheKafka
 
 SETTLE_S = 2.0
 ROUND_TIMEOUT_S = 45.0
+WARM_UP_S = 1.5
 PARTITIONS = 3
 
 
@@ -71,6 +72,9 @@ def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex:
             "topic.metadata.refresh.interval.ms": 500,
             "metadata.max.age.ms": 5_000,
         }))
+    for consumer in consumers:  # both connected and their coordinator known before they subscribe
+        consumer.list_topics(topic, timeout=10)
+    time.sleep(WARM_UP_S)
     start = threading.Barrier(len(consumers))
     stop = threading.Event()
     errors: list[BaseException] = []

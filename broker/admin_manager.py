@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
 from minikafka.broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
+from minikafka.broker.group_config_admin import GroupConfigAdmin
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import (
@@ -44,6 +45,7 @@ class AdminManager:
         self.dynamic = dynamic_config or DynamicBrokerConfig(config)
         self.log_cleaner = log_cleaner
         self._broker_alter_lock = asyncio.Lock()
+        self.group_configs = GroupConfigAdmin(self.dynamic)
 
     @property
     def config(self) -> KafkaConfig:

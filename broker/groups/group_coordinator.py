@@ -78,6 +78,7 @@ class GroupCoordinator:
         coordinator = cls(config, manager, LoopScheduler(), clock)
         coordinator.consumer = ConsumerGroupCoordinator(
             coordinator, ConsumerGroupConfig.from_props(props), ReplicaTopicImage(replica_manager))
+        coordinator.consumer.group_configs = admin.group_configs.effective
         return coordinator
 
     # -- lifecycle ---------------------------------------------------------------------------------------
