@@ -1,0 +1,143 @@
+"""Group configs (GROUP config resources, issue 30) with Apache Kafka's own `kafka-configs --entity-type groups`,
+side by side: the same commands against Apache Kafka 4.3.1 and minikafka print the same lines (describe with every
+key, sources and synonyms; alterations; Kafka's validation messages). Then what the configs change: a KIP-848
+member's heartbeat interval on both brokers, and on minikafka that they survive a restart."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka.protocol.admin import DescribeConfigsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+
+from bench.kafka_jars import find_main_class, java_command
+from minikafka.protocol.schemas import ConsumerGroupHeartbeatRequest
+from tests.broker_process import BrokerProcess
+from tests.wire_client import WireClient
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(400)]
+
+CONFIG_COMMAND = ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand")
+RESOURCE_GROUP = 32
+
+
+@pytest.fixture(scope="module")
+def minikafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    broker = BrokerProcess(tmp_path_factory.mktemp("minikafka"), {"offsets.topic.num.partitions": "1"})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def kafka_configs(lib_dir: Path, bootstrap: str, args: list[str]) -> str:
+    """One kafka-configs run; its stdout and stderr, minus stack frames, with the bootstrap replaced."""
+    command = java_command(lib_dir, find_main_class(lib_dir, *CONFIG_COMMAND),
+                           ["--bootstrap-server", bootstrap, *args], heap="256m")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = [line for line in (done.stdout + done.stderr).splitlines()
+             if not line.lstrip().startswith("at ") and " WARN " not in line]
+    return "\n".join(lines).replace(bootstrap, "BOOTSTRAP")
+
+
+def scenario(lib_dir: Path, bootstrap: str, group: str) -> list[str]:
+    groups = ["--entity-type", "groups", "--entity-name", group]
+    return [kafka_configs(lib_dir, bootstrap, args) for args in (
+        ["--describe", "--all", *groups],
+        ["--alter", *groups, "--add-config",
+         "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000,share.isolation.level=read_committed"],
+        ["--alter", *groups, "--add-config", "consumer.session.timeout.ms=70000"],
+        ["--alter", *groups, "--add-config", "consumer.heartbeat.interval.ms=1000,no.such.config=1"],
+        ["--alter", *groups, "--add-config", "consumer.heartbeat.interval.ms=50000"],
+        ["--alter", *groups, "--delete-config", "share.isolation.level"],
+        ["--describe", *groups],
+    )]
+
+
+def test_kafka_configs_for_groups_answer_as_on_apache_kafka(
+    apache_kafka: object, minikafka: BrokerProcess, kafka_lib_dir: Path
+) -> None:
+    group = f"configs-{uuid.uuid4().hex[:8]}"
+    on_kafka = scenario(kafka_lib_dir, apache_kafka.bootstrap, group)  # type: ignore[attr-defined]
+    on_minikafka = scenario(kafka_lib_dir, minikafka.bootstrap, group)
+    assert on_minikafka == on_kafka
+    described, altered, too_long, unknown, too_slow, deleted, dynamic = on_kafka
+    assert described.count("sensitive=false") == 17
+    assert ("consumer.session.timeout.ms=45000 sensitive=false "
+            "synonyms={DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}") in described
+    assert f"Completed updating config for group {group}." in altered and deleted
+    assert "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms" in too_long
+    assert "Unknown group config name: no.such.config" in unknown
+    assert "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat" in too_slow
+    assert dynamic.splitlines()[1:] == [
+        "  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}",
+        "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}",
+    ]
+
+
+def join_heartbeat_interval_ms(bootstrap: str, group: str) -> int:
+    """A KIP-848 member joins `group`: the heartbeat interval the coordinator gives it."""
+    with WireClient(bootstrap) as client:
+        deadline = time.monotonic() + 30
+        while True:
+            found = client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+            if found.coordinators[0].error_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        join = ConsumerGroupHeartbeatRequest[0](
+            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=["some-topic"], server_assignor=None,
+            topic_partitions=[])
+        while True:  # a fresh Apache Kafka answers NOT_COORDINATOR while it loads __consumer_offsets
+            joined = client.request(join)
+            if joined.error_code not in (14, 15, 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert joined.error_code == 0, joined
+        interval_ms: int = joined.heartbeat_interval_ms
+        return interval_ms
+
+
+@pytest.mark.parametrize("target", ["apache", "minikafka"])
+def test_a_group_config_sets_the_heartbeat_interval_of_its_members(
+    target: str, request: pytest.FixtureRequest, kafka_lib_dir: Path
+) -> None:
+    bootstrap = request.getfixturevalue("apache_kafka" if target == "apache" else "minikafka").bootstrap
+    group, other = f"hb-{uuid.uuid4().hex[:8]}", f"hb-{uuid.uuid4().hex[:8]}"
+    output = kafka_configs(kafka_lib_dir, bootstrap, [
+        "--alter", "--entity-type", "groups", "--entity-name", group, "--add-config",
+        "consumer.heartbeat.interval.ms=7000"])
+    assert f"Completed updating config for group {group}." in output
+    assert join_heartbeat_interval_ms(bootstrap, group) == 7000
+    assert join_heartbeat_interval_ms(bootstrap, other) == 5000
+
+
+def describe_group(bootstrap: str, group: str) -> dict[str, tuple[str, int]]:
+    with WireClient(bootstrap) as client:
+        response = client.request(DescribeConfigsRequest[4](
+            resources=[(RESOURCE_GROUP, group, None)], include_synonyms=False, include_documentation=False))
+    [result] = response.results
+    assert result.error_code == 0, result
+    return {config.name: (config.value, config.config_source) for config in result.configs}
+
+
+def test_group_configs_survive_a_restart(minikafka: BrokerProcess) -> None:
+    from kafka.protocol.admin import IncrementalAlterConfigsRequest
+
+    group = f"restart-{uuid.uuid4().hex[:8]}"
+    with WireClient(minikafka.bootstrap) as client:
+        altered = client.request(IncrementalAlterConfigsRequest[1](
+            resources=[(RESOURCE_GROUP, group, [("consumer.session.timeout.ms", 0, "55000")])], validate_only=False))
+    assert altered.responses[0].error_code == 0, altered
+    minikafka.restart()
+    described = describe_group(minikafka.bootstrap, group)
+    assert described["consumer.session.timeout.ms"] == ("55000", 8)  # GROUP_CONFIG
+    assert described["consumer.heartbeat.interval.ms"] == ("5000", 5)  # DEFAULT_CONFIG
