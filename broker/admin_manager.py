@@ -16,7 +16,12 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
-from minikafka.broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
+from minikafka.broker.dynamic_config import (
+    DYNAMIC_CONFIGS,
+    TOPIC_DEFAULT_CONFIGS,
+    DynamicBrokerConfig,
+    cleaner_config_of,
+)
 from minikafka.broker.group_config_admin import GroupConfigAdmin
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
 from minikafka.cleaner.log_cleaner import LogCleaner
@@ -150,7 +155,7 @@ class AdminManager:
                 log.info("Reconfigured the log cleaner: %d threads, backoff %d ms, %s I/O bytes/s",
                          new_config.cleaner.threads, new_config.cleaner.backoff_ms,
                          new_config.cleaner.io_max_bytes_per_second)
-            if new_config.props.get(MESSAGE_MAX_BYTES) != old_config.props.get(MESSAGE_MAX_BYTES):
+            if any(new_config.props.get(name) != old_config.props.get(name) for name in TOPIC_DEFAULT_CONFIGS):
                 await asyncio.to_thread(self._apply_log_defaults, new_config.props)
 
     def _apply_log_defaults(self, props: Mapping[str, str]) -> None:
@@ -206,4 +211,5 @@ class AdminManager:
                         documentation=topic_entry.documentation,
                     )
                 )
+        entries.extend(self.dynamic.kafka_key_entries({entry.name for entry in entries}))
         return entries
