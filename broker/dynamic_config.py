@@ -149,6 +149,20 @@ PER_BROKER_CONFIGS = DYNAMIC_SECURITY_CONFIGS | frozenset((
     "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
     "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
     "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds", "cordoned.log.dirs"))
+#: Kafka's DynamicBrokerConfig.brokerConfigSynonyms groups, and the built-in defaults of their members (null ones
+#: are not listed as synonyms, as in Kafka)
+_SYNONYM_GROUPS: dict[str, tuple[str, ...]] = {}
+for _group in (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+               ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+               ("log.retention.ms", "log.retention.minutes", "log.retention.hours")):
+    for _name in _group:
+        _SYNONYM_GROUPS[_name] = _group
+_SYNONYM_GROUPS["log.flush.scheduler.interval.ms"] = ("log.flush.scheduler.interval.ms",)
+_GROUP_DEFAULTS: dict[str, str | None] = {
+    "log.roll.ms": None, "log.roll.hours": "168", "log.roll.jitter.ms": None, "log.roll.jitter.hours": "0",
+    "log.flush.interval.ms": None, "log.flush.scheduler.interval.ms": "9223372036854775807",
+    "log.retention.ms": None, "log.retention.minutes": None, "log.retention.hours": "168"}
+
 #: Kafka's DynamicThreadPool.ReconfigurableConfigs
 THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                        "background.threads", "num.network.threads")
@@ -325,18 +339,29 @@ class DynamicBrokerConfig:
 
     def broker_entry(self, name: str, value: str | None, config_type: int, documentation: str,
                      default: str | None) -> ConfigEntry:
-        """A per-broker DescribeConfigs entry: synonyms in Kafka's order (node, cluster default, static, default),
-        source and value from the first; read-only unless the name is dynamic; a sensitive key's values null."""
-        synonyms = self.dynamic_synonyms(name)
-        if name in self.static_config.props:
-            synonyms.append((name, self.static_config.props[name], SOURCE_STATIC_BROKER_CONFIG))
-        synonyms.append((name, default, SOURCE_DEFAULT_CONFIG))
-        dynamic = synonyms[0][2] in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+        """A per-broker DescribeConfigs entry as Kafka's ConfigHelper.createBrokerConfigEntry: the synonyms of
+        `name`'s group (log.retention.ms/minutes/hours, ...) from the node's layer, the cluster default,
+        server.properties and the built-in defaults, dropped up to the first named `name`; source and value from the
+        first; read-only unless the name is dynamic; a sensitive key's values null."""
+        group = _SYNONYM_GROUPS.get(name, (name,))
+        synonyms: list[tuple[str, str | None, int]] = []
+        for layer, source in ((self.broker_layer, SOURCE_DYNAMIC_BROKER_CONFIG),
+                              (self.default_layer, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              (self.static_config.props, SOURCE_STATIC_BROKER_CONFIG)):
+            synonyms.extend((synonym, layer[synonym], source) for synonym in group if synonym in layer)
+        for synonym in group:  # Kafka's static defaults hold only non-null ones
+            built_in = _GROUP_DEFAULTS.get(synonym, default if synonym == name else None)
+            if built_in is not None:
+                synonyms.append((synonym, built_in, SOURCE_DEFAULT_CONFIG))
+        while synonyms and synonyms[0][0] != name:
+            synonyms.pop(0)
+        source = synonyms[0][2] if synonyms else SOURCE_DEFAULT_CONFIG
+        dynamic = source in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
         sensitive = is_sensitive(name)
         if sensitive:
             synonyms = [(synonym, None, source) for synonym, _value, source in synonyms]
         return ConfigEntry(
-            name=name, value=None if sensitive else synonyms[0][1] if dynamic else value, source=synonyms[0][2],
+            name=name, value=None if sensitive else synonyms[0][1] if dynamic else value, source=source,
             is_sensitive=sensitive, read_only=name not in DYNAMIC_CONFIGS, config_type=config_type,
             documentation=documentation, synonyms=synonyms,
         )

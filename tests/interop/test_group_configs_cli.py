@@ -141,3 +141,56 @@ def test_group_configs_survive_a_restart(minikafka: BrokerProcess) -> None:
     described = describe_group(minikafka.bootstrap, group)
     assert described["consumer.session.timeout.ms"] == ("55000", 8)  # GROUP_CONFIG
     assert described["consumer.heartbeat.interval.ms"] == ("5000", 5)  # DEFAULT_CONFIG
+
+
+def broker_scenario(lib_dir: Path, bootstrap: str, topic: str) -> list[str]:
+    """kafka-configs on the broker resources: a Kerberos key (stored, not used by minikafka) and a topic default
+    (applied) on broker 1, then what Kafka refuses; the lines about other keys (each broker's own set-up) dropped."""
+    node = ["--entity-type", "brokers", "--entity-name", "1"]
+    ours = ("sasl.kerberos.min.time.before.relogin", "log.retention.ms", "log.segment.bytes", "segment.bytes=")
+    outputs = [kafka_configs(lib_dir, bootstrap, args) for args in (
+        ["--alter", *node, "--add-config",
+         "sasl.kerberos.min.time.before.relogin=120000,log.retention.ms=7200000,log.segment.bytes=50000000"],
+        ["--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "sasl.kerberos.kinit.cmd=/k"],
+        ["--alter", *node, "--add-config", "num.partitions=3"],
+        ["--alter", *node, "--add-config", "ssl.keystore.password=secret"],
+        ["--alter", *node, "--add-config", "background.threads=1"],
+        ["--alter", *node, "--add-config", "num.io.threads=many"],
+        ["--describe", *node],
+        ["--describe", "--all", "--entity-type", "topics", "--entity-name", topic],
+        ["--alter", *node, "--delete-config",
+         "sasl.kerberos.min.time.before.relogin,log.retention.ms,log.segment.bytes"],
+        ["--describe", *node],
+    )]
+    return ["\n".join(line for line in output.splitlines()
+                      if not line.startswith("  ") or line.lstrip().startswith(ours)) for output in outputs]
+
+
+def test_kafka_configs_for_dynamic_broker_configs_answer_as_on_apache_kafka(
+    apache_kafka: object, minikafka: BrokerProcess, kafka_lib_dir: Path
+) -> None:
+    from tests.integration.client_drivers import create_topic
+
+    topic = f"dynamic-{uuid.uuid4().hex[:8]}"
+    kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
+    for bootstrap in (kafka_bootstrap, minikafka.bootstrap):
+        create_topic(bootstrap, topic, 1)
+    on_kafka = broker_scenario(kafka_lib_dir, kafka_bootstrap, topic)
+    on_minikafka = broker_scenario(kafka_lib_dir, minikafka.bootstrap, topic)
+    assert on_minikafka == on_kafka
+    added, per_broker_only, static, unprefixed, threads, not_int, described, topic_configs, _deleted, after = on_kafka
+    assert "Completed updating config for broker 1." in added
+    assert "broker id must be specified: [sasl.kerberos.kinit.cmd]" in per_broker_only
+    assert "Cannot update these configs dynamically: [num.partitions]" in static
+    assert "only per-listener using the listener prefix: [ssl.keystore.password]" in unprefixed
+    assert "value should be at least half the current value" in threads
+    assert "Invalid value many for configuration num.io.threads: Not a number of type INT" in not_int
+    assert ("  sasl.kerberos.min.time.before.relogin=120000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "sasl.kerberos.min.time.before.relogin=120000, DEFAULT_CONFIG:sasl.kerberos.min.time.before.relogin=60000}"
+            ) in described
+    assert ("  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=7200000, "
+            "DEFAULT_CONFIG:log.retention.hours=168}") in described
+    # applied: the topic's segment.bytes follows the broker's new default
+    assert ("  segment.bytes=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.segment.bytes=50000000, "
+            "DEFAULT_CONFIG:log.segment.bytes=1073741824}") in topic_configs
+    assert "sasl.kerberos" not in after and "log.retention.ms" not in after
