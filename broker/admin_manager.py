@@ -15,6 +15,8 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
+from minikafka.broker.broker_loggers import BrokerLoggers
+from minikafka.broker.client_metrics_configs import ClientMetricsConfigs
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
 from minikafka.broker.dynamic_config import (
     DYNAMIC_CONFIGS,
@@ -51,6 +53,8 @@ class AdminManager:
         self.log_cleaner = log_cleaner
         self._broker_alter_lock = asyncio.Lock()
         self.group_configs = GroupConfigAdmin(self.dynamic)
+        self.broker_loggers = BrokerLoggers(config.node_id)
+        self.client_metrics = ClientMetricsConfigs(self.dynamic.log_dir)
 
     @property
     def config(self) -> KafkaConfig:

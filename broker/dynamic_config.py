@@ -357,6 +357,8 @@ class DynamicBrokerConfig:
             synonyms.pop(0)
         source = synonyms[0][2] if synonyms else SOURCE_DEFAULT_CONFIG
         dynamic = source in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+        if name in _GROUP_DEFAULTS and not dynamic:  # Kafka shows the key's own value (log.retention.ms=null)
+            value = self.static_config.props.get(name, _GROUP_DEFAULTS[name])
         sensitive = is_sensitive(name)
         if sensitive:
             synonyms = [(synonym, None, source) for synonym, _value, source in synonyms]

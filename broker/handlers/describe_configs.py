@@ -1,11 +1,13 @@
 """DescribeConfigs (key 32), v1-4: topic configs (with sources and synonyms), the broker's configs (resource ""
 lists the cluster-default dynamic configs only, the node's id every config with dynamic sources, as Kafka) and
-group configs (any group name: every group-level key, `broker.group_config_admin`)."""
+group configs (any group name: every group-level key, `broker.group_config_admin`), the broker's loggers
+(`broker.broker_loggers`) and client-metrics subscriptions (`broker.client_metrics_configs`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from minikafka.broker.broker_loggers import SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorize_cluster
 from minikafka.broker.session import Session
@@ -31,6 +33,14 @@ def entries_for(ctx: BrokerContext, resource_type: int, resource_name: str) -> l
         return ctx.admin.describe_broker_config(resource_name)
     if resource_type == RESOURCE_GROUP:
         return ctx.admin.group_configs.describe(resource_name)
+    if resource_type == RESOURCE_CLIENT_METRICS:
+        return ctx.admin.client_metrics.describe(resource_name)
+    if resource_type == RESOURCE_BROKER_LOGGER:
+        loggers = ctx.admin.broker_loggers
+        loggers.check_name(resource_name, describing=True)
+        return [ConfigEntry(name=name, value=level, source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, is_sensitive=False,
+                            read_only=False, config_type=0, documentation="")
+                for name, level in loggers.loggers().items()]
     raise InvalidRequestError(f"Unsupported resource type {resource_type}")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikafka.broker.client_metrics_configs import KEYS as CLIENT_METRICS_KEYS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dynamic_config import config_key
 from minikafka.broker.handlers.alter_configs import alter_resources
@@ -115,6 +116,33 @@ def apply_group_operations(ctx: BrokerContext, group_id: str, configs: Any) -> d
     return overrides
 
 
+def apply_client_metrics_operations(ctx: BrokerContext, name: str, configs: Any) -> dict[str, str]:
+    """The incremental operations on a client-metrics subscription (`metrics` and `match` are LISTs)."""
+    names = [config.name for config in configs]
+    if len(set(names)) != len(names):
+        raise InvalidRequestError("Error due to duplicate config keys")
+    current = ctx.admin.client_metrics.configs(name)
+    for config in configs:
+        key, operation = config.name, config.config_operation
+        if operation == SET:
+            current[key] = config.value
+        elif operation == DELETE:
+            current.pop(key, None)
+        elif operation in (APPEND, SUBTRACT):
+            definition = CLIENT_METRICS_KEYS.get(key)
+            if definition is None or definition.type is not ConfigType.LIST:
+                verb = "APPEND" if operation == APPEND else "SUBTRACT"
+                raise InvalidConfigError(f"Can't {verb} to key {key} because its type is not LIST.")
+            items = [item for item in current.get(key, "").split(",") if item]
+            changes = (config.value or "").split(",")
+            items = items + [c for c in changes if c not in items] if operation == APPEND else \
+                [item for item in items if item not in changes]
+            current[key] = ",".join(items)
+        else:
+            raise InvalidRequestError(f"Unknown operations type {operation}")
+    return current
+
+
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     return await alter_resources(ctx, event, session, ApiKey.INCREMENTAL_ALTER_CONFIGS, apply_operations,
-                                 apply_broker_operations, apply_group_operations)
+                                 apply_broker_operations, apply_group_operations, apply_client_metrics_operations)

@@ -147,7 +147,9 @@ def broker_scenario(lib_dir: Path, bootstrap: str, topic: str) -> list[str]:
     """kafka-configs on the broker resources: a Kerberos key (stored, not used by minikafka) and a topic default
     (applied) on broker 1, then what Kafka refuses; the lines about other keys (each broker's own set-up) dropped."""
     node = ["--entity-type", "brokers", "--entity-name", "1"]
-    ours = ("sasl.kerberos.min.time.before.relogin", "log.retention.ms", "log.segment.bytes", "segment.bytes=")
+    ours = ("sasl.kerberos.min.time.before.relogin", "log.retention.ms", "log.segment.bytes", "segment.bytes=",
+            "log.cleaner.backoff.ms", "ssl.keystore.password", "sasl.jaas.config")
+    default = ["--entity-type", "brokers", "--entity-default"]
     outputs = [kafka_configs(lib_dir, bootstrap, args) for args in (
         ["--alter", *node, "--add-config",
          "sasl.kerberos.min.time.before.relogin=120000,log.retention.ms=7200000,log.segment.bytes=50000000"],
@@ -161,6 +163,10 @@ def broker_scenario(lib_dir: Path, bootstrap: str, topic: str) -> list[str]:
         ["--alter", *node, "--delete-config",
          "sasl.kerberos.min.time.before.relogin,log.retention.ms,log.segment.bytes"],
         ["--describe", *node],
+        ["--describe", "--all", *node],  # sensitive keys: listed, value null
+        ["--alter", *default, "--add-config", "log.cleaner.backoff.ms=20000"],
+        ["--describe", *default],
+        ["--alter", *default, "--delete-config", "log.cleaner.backoff.ms"],
     )]
     return ["\n".join(line for line in output.splitlines()
                       if not line.startswith("  ") or line.lstrip().startswith(ours)) for output in outputs]
@@ -178,7 +184,8 @@ def test_kafka_configs_for_dynamic_broker_configs_answer_as_on_apache_kafka(
     on_kafka = broker_scenario(kafka_lib_dir, kafka_bootstrap, topic)
     on_minikafka = broker_scenario(kafka_lib_dir, minikafka.bootstrap, topic)
     assert on_minikafka == on_kafka
-    added, per_broker_only, static, unprefixed, threads, not_int, described, topic_configs, _deleted, after = on_kafka
+    (added, per_broker_only, static, unprefixed, threads, not_int, described, topic_configs, _deleted, after,
+     everything, _default_added, default_described, _default_deleted) = on_kafka
     assert "Completed updating config for broker 1." in added
     assert "broker id must be specified: [sasl.kerberos.kinit.cmd]" in per_broker_only
     assert "Cannot update these configs dynamically: [num.partitions]" in static
@@ -194,3 +201,50 @@ def test_kafka_configs_for_dynamic_broker_configs_answer_as_on_apache_kafka(
     assert ("  segment.bytes=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.segment.bytes=50000000, "
             "DEFAULT_CONFIG:log.segment.bytes=1073741824}") in topic_configs
     assert "sasl.kerberos" not in after and "log.retention.ms" not in after
+    assert "  ssl.keystore.password=null sensitive=true synonyms={}" in everything
+    assert "  sasl.jaas.config=null sensitive=true synonyms={}" in everything
+    assert ("  log.cleaner.backoff.ms=20000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+            "log.cleaner.backoff.ms=20000}") in default_described
+
+
+def loggers_and_client_metrics_scenario(lib_dir: Path, bootstrap: str, subscription: str) -> list[str]:
+    """kafka-configs on the BROKER_LOGGER (only `root` is named alike in Java and Python) and CLIENT_METRICS
+    resources. (`--describe` of client-metrics without `--all` needs ListConfigResources, not served here.)"""
+    loggers = ["--entity-type", "broker-loggers", "--entity-name", "1"]
+    metrics = ["--entity-type", "client-metrics", "--entity-name", subscription]
+    outputs = [kafka_configs(lib_dir, bootstrap, args) for args in (
+        ["--alter", *loggers, "--add-config", "root=WARN"],
+        ["--describe", *loggers],
+        ["--alter", *loggers, "--add-config", "root=LOUD"],
+        ["--alter", *loggers, "--delete-config", "root"],
+        ["--alter", *loggers, "--add-config", "root=INFO"],
+        ["--describe", "--all", *metrics],
+        ["--alter", *metrics, "--add-config", "metrics=org.apache.kafka.producer.,interval.ms=60000,"
+                                              "match=[client_id=app.*]"],
+        ["--describe", "--all", *metrics],
+        ["--alter", *metrics, "--add-config", "interval.ms=5"],
+        ["--alter", *metrics, "--add-config", "match=[bogus=x]"],
+    )]
+    outputs[1] = "\n".join(line for line in outputs[1].splitlines()
+                            if not line.startswith("  ") or line.startswith("  root="))  # Java's and Python's names
+    return outputs
+
+
+def test_kafka_configs_for_broker_loggers_and_client_metrics_answer_as_on_apache_kafka(
+    apache_kafka: object, minikafka: BrokerProcess, kafka_lib_dir: Path
+) -> None:
+    subscription = f"sub-{uuid.uuid4().hex[:8]}"
+    kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
+    on_kafka = loggers_and_client_metrics_scenario(kafka_lib_dir, kafka_bootstrap, subscription)
+    on_minikafka = loggers_and_client_metrics_scenario(kafka_lib_dir, minikafka.bootstrap, subscription)
+    assert on_minikafka == on_kafka
+    set_root, loggers, bad_level, delete_root, _reset, defaults, _altered, altered, bad_interval, bad_match = on_kafka
+    assert "Completed updating config for broker-logger 1." in set_root
+    assert "  root=WARN sensitive=false synonyms={}" in loggers
+    assert "Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN" in bad_level
+    assert "Removing the log level of the root logger is not allowed" in delete_root
+    assert "  interval.ms=300000 sensitive=false synonyms={}" in defaults
+    assert "  match=client_id=app.* sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:match=client_id=app.*}" \
+        in altered
+    assert "interval must be between 100 and 3600000 (1 hour)" in bad_interval
+    assert "Illegal client matching pattern: bogus=x" in bad_match
