@@ -1,9 +1,10 @@
 """Two static (KIP-345) confluent-kafka members join a new classic group together; how many rebalances they see.
 
-    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--only apache|minikafka]
+    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up] [--only apache|minikafka]
 
 Both brokers run with `group.initial.rebalance.delay.ms=0` (issue 30). Each round: a fresh group, two consumers
-(`consumer1`, `consumer2`, eager `range` assignment) created first, then subscribed at one barrier; each polls in
+(`consumer1`, `consumer2`, eager `range` assignment) created, connected (unless `--no-warm-up`), then subscribed at
+one barrier; each polls in
 its own thread and records every rebalance callback. A round ends when both hold an assignment covering the
 3-partition topic that has been quiet for `SETTLE_S` (a second rebalance, if any, starts well within that).
 "One rebalance" = each member got exactly one assignment. Also used by tests/interop/test_static_join.py.
@@ -52,7 +53,8 @@ class JoinOutcome:
         return "; ".join(f"{m.instance_id}: assigns={m.assigns} revokes={m.revokes}" for m in self.members)
 
 
-def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex: bool = False) -> JoinOutcome:
+def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex: bool = False,
+              warm_up: bool = True) -> JoinOutcome:
     """Start two static members (`consumer1`, `consumer2`) of a fresh group on `topic` at the same moment
     (`regex`: subscribed as `^topic.*`, as librdkafka's static-membership test does)."""
     from confluent_kafka import Consumer
@@ -72,9 +74,10 @@ def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex:
             "topic.metadata.refresh.interval.ms": 500,
             "metadata.max.age.ms": 5_000,
         }))
-    for consumer in consumers:  # both connected and their coordinator known before they subscribe
-        consumer.list_topics(topic, timeout=10)
-    time.sleep(WARM_UP_S)
+    if warm_up:  # both connected and their coordinator known before they subscribe: the joins leave together
+        for consumer in consumers:
+            consumer.list_topics(topic, timeout=10)
+        time.sleep(WARM_UP_S)
     start = threading.Barrier(len(consumers))
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -118,14 +121,14 @@ def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex:
     return JoinOutcome(logs)
 
 
-def _rounds(bootstrap: str, rounds: int, regex: bool) -> list[int]:
+def _rounds(bootstrap: str, rounds: int, regex: bool, warm_up: bool) -> list[int]:
     from tests.integration.client_drivers import create_topic
 
     topic = f"static-join-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, PARTITIONS)
     counts = []
     for index in range(rounds):
-        outcome = run_round(bootstrap, topic, regex=regex)
+        outcome = run_round(bootstrap, topic, regex=regex, warm_up=warm_up)
         counts.append(outcome.rebalances)
         print(f"  round {index + 1}: {outcome.rebalances} rebalance(s)  {outcome.describe()}", flush=True)
     return counts
@@ -142,18 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--regex", action="store_true", help="subscribe by pattern, as librdkafka's test does")
     parser.add_argument("--only", choices=("apache", "minikafka"))
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="subscribe right after creating the consumers (their joins then leave milliseconds apart)")
     args = parser.parse_args(argv)
     results: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.only != "minikafka":
             with ApacheKafka(Path(tmp) / "apache") as kafka:  # group.initial.rebalance.delay.ms=0 there too
                 print("Apache Kafka", flush=True)
-                results["apache"] = _rounds(kafka.bootstrap, args.rounds, args.regex)
+                results["apache"] = _rounds(kafka.bootstrap, args.rounds, args.regex, not args.no_warm_up)
         if args.only != "apache":
             overrides = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
             with MiniKafka(overrides, data_dir=Path(tmp) / "minikafka") as broker:
                 print("minikafka", flush=True)
-                results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex)
+                results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex, not args.no_warm_up)
     for name, counts in results.items():
         one = counts.count(1)
         print(f"{name}: {one} of {len(counts)} rounds with exactly one rebalance; "

@@ -158,3 +158,28 @@ def test_dynamic_message_max_bytes_is_every_topics_default(admin: AdminManager) 
     entry = next(e for e in admin.describe_topic_config("plain") if e.name == "max.message.bytes")
     assert (entry.value, entry.source) == ("2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
     assert entry.synonyms[0] == ("message.max.bytes", "2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+
+
+def test_unused_and_sensitive_keys_are_stored_reported_and_read_back(tmp_path: Path) -> None:
+    """Kerberos and a listener's keystore password: persisted (the file is 0600, a PEM value stays one line), read
+    back at restart, described with their dynamic source; the password never shown."""
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    layer = {"sasl.kerberos.min.time.before.relogin": "120000", "listener.name.ssl.ssl.keystore.password": "s3cret",
+             "listener.name.ssl.ssl.truststore.certificates": pem}
+    dynamic.commit(True, layer, dynamic.config_of(dynamic.merged_for(True, layer)))
+    dynamic.persist(True, layer)
+    path = tmp_path / DYNAMIC_BROKER_CONFIG_FILE
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "MIIB" in path.read_text() and len(path.read_text().splitlines()) == 2 + len(layer)  # header + a line each
+    restarted = DynamicBrokerConfig(static_config(tmp_path))
+    assert restarted.broker_layer == layer
+    entries = {entry.name: entry for entry in restarted.kafka_key_entries(set())}
+    kerberos = entries["sasl.kerberos.min.time.before.relogin"]
+    assert (kerberos.value, kerberos.source, kerberos.read_only) == ("120000", SOURCE_DYNAMIC_BROKER_CONFIG, False)
+    assert kerberos.synonyms[-1] == ("sasl.kerberos.min.time.before.relogin", "60000", SOURCE_DEFAULT_CONFIG)
+    password = entries["listener.name.ssl.ssl.keystore.password"]
+    assert (password.value, password.is_sensitive, password.source) == (None, True, SOURCE_DYNAMIC_BROKER_CONFIG)
+    assert all(value is None for _name, value, _source in password.synonyms)
+    unset = entries["ssl.key.password"]
+    assert (unset.value, unset.is_sensitive, unset.read_only) == (None, True, False)
