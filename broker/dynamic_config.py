@@ -379,9 +379,8 @@ class DynamicBrokerConfig:
             entries.append(self.broker_entry(name, value, key.type.describe_code, "", key.default))
         # per-listener overrides and names only set dynamically (Kafka lists a config's originals too)
         for name in sorted({*self.default_layer, *self.broker_layer} - described - set(KAFKA_BROKER_KEYS)):
-            key = config_key(base_name(name))
-            entry = self.broker_entry(name, None, key.type.describe_code if key else 0, "", None)
-            entries.append(dataclasses.replace(entry, synonyms=entry.synonyms[:-1]))  # no built-in default
+            declared = config_key(base_name(name))
+            entries.append(self.broker_entry(name, None, declared.type.describe_code if declared else 0, "", None))
         return entries
 
     def default_entries(self) -> list[ConfigEntry]:
