@@ -36,8 +36,14 @@ def full_overrides(_ctx: BrokerContext, _topic: str, configs: Any) -> dict[str, 
 
 
 def full_group_overrides(_ctx: BrokerContext, _group_id: str, configs: Any) -> dict[str, str]:
-    """AlterConfigs semantics for a group: the request's configs are its new overrides (nulls are refused by
-    `GroupConfigAdmin.alter` with Kafka's message)."""
+    """AlterConfigs semantics for a group or a client-metrics subscription: the request's configs are its new set,
+    after Kafka's ConfigAdminManager.preprocess checks (duplicate names, null values)."""
+    names = [config.name for config in configs]
+    if len(set(names)) != len(names):
+        raise InvalidRequestError("Error due to duplicate config keys")
+    null_names = [config.name for config in configs if config.value is None]
+    if null_names:
+        raise InvalidRequestError(f"Null value not supported for : {', '.join(null_names)}")
     return {config.name: config.value for config in configs}
 
 
