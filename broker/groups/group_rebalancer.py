@@ -133,12 +133,22 @@ class GroupRebalancer:
             self._complete_join(group)
 
     def _complete_join(self, group: GroupMetadata) -> None:
+        """Kafka's completeClassicGroupJoin: dynamic members that did not rejoin are removed, static ones stay
+        (KIP-345: their session timeout decides); a leader that did not rejoin hands over to one that did, and
+        with nobody rejoined the group waits another rebalance timeout."""
         self._in_initial_delay.discard(group.group_id)
         self._cancel_join_timer(group.group_id)
         for member in group.not_yet_rejoined():
-            self.cancel_heartbeat(group.group_id, member.member_id)
-            group.remove(member.member_id)
+            if member.group_instance_id is None:
+                self.cancel_heartbeat(group.group_id, member.member_id)
+                group.remove(member.member_id)
         if group.is_(GroupState.DEAD):
+            return
+        if group.members and not self._elect_joined_leader(group):
+            epoch = group.rebalance_epoch
+            rebalance_timeout_ms = max(m.rebalance_timeout_ms for m in group.members.values())
+            self._join_timers[group.group_id] = self._call_later(
+                rebalance_timeout_ms, lambda: self._on_join_expired(group, epoch))
             return
         group.init_next_generation(self._now_ms())
         if group.is_(GroupState.EMPTY):
@@ -151,6 +161,20 @@ class GroupRebalancer:
             if callback is not None:
                 callback(JoinGroupResult.for_member(group, member))
             self.schedule_heartbeat(group, member)
+
+    @staticmethod
+    def _elect_joined_leader(group: GroupMetadata) -> bool:
+        """Kafka's maybeElectNewJoinedLeader."""
+        leader = group.members.get(group.leader_id) if group.leader_id is not None else None
+        if leader is None:
+            return False
+        if leader.is_awaiting_join:
+            return True
+        for member in group.members.values():
+            if member.is_awaiting_join:
+                group.leader_id = member.member_id
+                return True
+        return False
 
     def propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
         for member in group.members.values():

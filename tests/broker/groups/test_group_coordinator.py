@@ -357,3 +357,30 @@ def test_static_member_rejoining_during_completing_rebalance_forces_a_rebalance(
     assert h.manager.get_group("g").is_(GroupState.COMPLETING_REBALANCE)  # type: ignore[union-attr]
     [rejoined] = h.join(instance="i1")
     assert rejoined.generation_id == joined.generation_id + 1
+
+
+def test_a_static_member_that_does_not_rejoin_stays_in_the_next_generation() -> None:
+    """completeClassicGroupJoin removes only dynamic members that did not rejoin; a static one stays (KIP-345) until
+    its session timeout, and the leader's member list still names it."""
+    h = Harness()
+    first = h.join(instance="consumer1", session_ms=10_000, run_timers=False)
+    second = h.join(instance="consumer2", session_ms=10_000, run_timers=False)
+    h.scheduler.advance_ms(0)
+    leader = next(r for r in first + second if r.members)
+    follower = next(r for r in first + second if not r.members)
+    for result in (leader, follower):
+        h.sync(result.member_id, result.generation_id, {leader.member_id: b"L", follower.member_id: b"F"})
+    rejoined = h.join(leader.member_id, instance=leader_instance(h, leader.member_id), session_ms=10_000,
+                      run_timers=False)
+    assert rejoined == []  # waits for the follower, which does not come
+    h.scheduler.advance_ms(2000)  # rebalance timeout
+    group = h.manager.get_group("g")
+    assert group is not None and follower.member_id in group.members
+    assert [r.generation_id for r in rejoined] == [leader.generation_id + 1]
+    assert {m[0] for m in rejoined[0].members} == {leader.member_id, follower.member_id}
+
+
+def leader_instance(h: Harness, member_id: str) -> str | None:
+    group = h.manager.get_group("g")
+    assert group is not None
+    return group.members[member_id].group_instance_id
