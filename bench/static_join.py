@@ -7,7 +7,8 @@ Both brokers run with `group.initial.rebalance.delay.ms=0` (issue 30). Each roun
 one barrier; each polls in
 its own thread and records every rebalance callback. A round ends when both hold an assignment covering the
 3-partition topic that has been quiet for `SETTLE_S` (a second rebalance, if any, starts well within that).
-"One rebalance" = each member got exactly one assignment. Also used by tests/interop/test_static_join.py.
+"One rebalance" = each member got exactly one assignment. The rule itself is tested exactly (both joins held in
+the stopped broker's sockets) by tests/interop/test_static_join.py.
 """
 
 from __future__ import annotations
