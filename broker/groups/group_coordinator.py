@@ -339,11 +339,13 @@ class GroupCoordinator:
         elif group.is_(GroupState.COMPLETING_REBALANCE):
             member = group.members[member_id]
             member.sync_callback = callback
+            self.rebalancer.sync_received(group, member_id)
             self.rebalancer.schedule_heartbeat(group, member)
             if group.is_leader(member_id):
                 self._store_assignment(group, generation_id, assignments)
         else:  # Stable
             member = group.members[member_id]
+            self.rebalancer.sync_received(group, member_id)
             self.rebalancer.schedule_heartbeat(group, member)
             callback(SyncGroupResult.for_member(group, member))
 

@@ -31,13 +31,15 @@ class GroupRebalancer:
         self.coordinator = coordinator
         self._heartbeat_timers: dict[tuple[str, str], Cancellable] = {}
         self._join_timers: dict[str, Cancellable] = {}
+        self._sync_timers: dict[str, Cancellable] = {}
         self._in_initial_delay: set[str] = set()
 
     def cancel_all(self) -> None:
-        for timer in [*self._heartbeat_timers.values(), *self._join_timers.values()]:
+        for timer in [*self._heartbeat_timers.values(), *self._join_timers.values(), *self._sync_timers.values()]:
             timer.cancel()
         self._heartbeat_timers.clear()
         self._join_timers.clear()
+        self._sync_timers.clear()
 
     def _now_ms(self) -> int:
         return self.coordinator.clock.time_ms()
@@ -68,6 +70,7 @@ class GroupRebalancer:
         generation; any other rebalance completes as soon as every member rejoined."""
         if group.is_(GroupState.COMPLETING_REBALANCE):
             self.propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group)
         is_initial_rebalance = group.is_(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._now_ms())
         group.rebalance_epoch += 1
@@ -94,6 +97,7 @@ class GroupRebalancer:
     def forget(self, group: GroupMetadata) -> None:
         """The group stops being a classic group (online upgrade): drop its join and member timers."""
         self._cancel_join_timer(group.group_id)
+        self._remove_sync_expiration(group)
         self._in_initial_delay.discard(group.group_id)
         for member_id in [*group.members, *group.pending_members]:
             self.cancel_heartbeat(group.group_id, member_id)
@@ -154,6 +158,7 @@ class GroupRebalancer:
         if group.is_(GroupState.EMPTY):
             self.coordinator.manager.store_group(group, {})
             return
+        group.pending_sync_members.clear()
         for member in list(group.members.values()):
             callback = member.join_callback
             member.join_callback = None
@@ -161,6 +166,43 @@ class GroupRebalancer:
             if callback is not None:
                 callback(JoinGroupResult.for_member(group, member))
             self.schedule_heartbeat(group, member)
+            group.pending_sync_members.add(member.member_id)
+        self._schedule_pending_sync(group)
+
+    # -- pending sync (Kafka's schedulePendingSync / expirePendingSync) ------------------------------------
+    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
+        """Members of the new generation that send no SyncGroup within the rebalance timeout are removed."""
+        generation = group.generation_id
+        timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        self._cancel_sync_timer(group.group_id)
+        self._sync_timers[group.group_id] = self._call_later(
+            timeout_ms, lambda: self._on_pending_sync_expired(group, generation))
+
+    def _on_pending_sync_expired(self, group: GroupMetadata, generation: int) -> None:
+        self._sync_timers.pop(group.group_id, None)
+        if generation != group.generation_id or not (
+                group.is_(GroupState.COMPLETING_REBALANCE) or group.is_(GroupState.STABLE)):
+            return
+        if group.pending_sync_members:
+            for member_id in sorted(group.pending_sync_members):
+                self.cancel_heartbeat(group.group_id, member_id)
+                group.remove(member_id)
+            self._prepare_rebalance(group)
+
+    def sync_received(self, group: GroupMetadata, member_id: str) -> None:
+        """Kafka's removePendingSyncMember: the timer stops once every member has synced."""
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel_sync_timer(group.group_id)
+
+    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
+        group.pending_sync_members.clear()
+        self._cancel_sync_timer(group.group_id)
+
+    def _cancel_sync_timer(self, group_id: str) -> None:
+        timer = self._sync_timers.pop(group_id, None)
+        if timer is not None:
+            timer.cancel()
 
     @staticmethod
     def _elect_joined_leader(group: GroupMetadata) -> bool:

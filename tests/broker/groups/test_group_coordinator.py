@@ -384,3 +384,23 @@ def leader_instance(h: Harness, member_id: str) -> str | None:
     group = h.manager.get_group("g")
     assert group is not None
     return group.members[member_id].group_instance_id
+
+
+def test_a_member_that_never_syncs_is_removed_after_the_rebalance_timeout() -> None:
+    """Kafka's schedulePendingSync/expirePendingSync: heartbeats alone do not keep a member that got the new
+    generation but sends no SyncGroup; after the rebalance timeout it is removed and the group rebalances."""
+    h = Harness()
+    first = h.join(require_known=False, run_timers=False)
+    second = h.join(require_known=False, run_timers=False)
+    h.scheduler.advance_ms(0)
+    leader = next(r for r in first + second if r.members)
+    silent = next(r for r in first + second if not r.members)
+    h.sync(leader.member_id, leader.generation_id, {leader.member_id: b"L", silent.member_id: b"S"})
+    for _ in range(3):  # 1500 ms: both heartbeat, the silent one never syncs
+        h.scheduler.advance_ms(500)
+        for member in (leader, silent):
+            assert h.coordinator.handle_heartbeat("g", member.member_id, None, leader.generation_id) is ErrorCode.NONE
+    h.scheduler.advance_ms(500)  # the rebalance timeout (2000 ms) since the join completed
+    group = h.manager.get_group("g")
+    assert group is not None and silent.member_id not in group.members and leader.member_id in group.members
+    assert group.is_(GroupState.PREPARING_REBALANCE)
