@@ -1,7 +1,8 @@
 """`GroupRebalancer`: the timer-driven half of the group coordinator — session timeouts, the delayed
-join (with `group.initial.rebalance.delay.ms`) and the completion of a rebalance.
+join (with `group.initial.rebalance.delay.ms`), the completion of a rebalance and the pending-sync expiry.
 
-Modelled on Apache Kafka's GroupCoordinator (prepareRebalance, onCompleteJoin, heartbeat expiry). The
+Modelled on Apache Kafka 4.3's GroupMetadataManager (prepareRebalance, tryCompleteInitialRebalanceElseSchedule,
+completeClassicGroupJoin, expirePendingSync, heartbeat expiry). The
 `GroupCoordinator` calls in when a request changes membership; `Scheduler` timers call in when a session
 or a rebalance times out.
 """
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class GroupRebalancer:
-    """Owns every member's session timer and every group's delayed-join timer.
+    """Owns every member's session timer and every group's delayed-join and pending-sync timers.
 
     Reads config, clock, scheduler and group cache through its `GroupCoordinator` (the config may be
     replaced at runtime). Event-loop thread only; not thread-safe.
