@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minikafka.broker.groups.assignors import Assignment, MemberSubscription, TopicInfo, assign
 from minikafka.broker.groups.consumer_group import (
@@ -159,6 +159,20 @@ class ConsumerGroupCoordinator:
         #: group id -> subscribed regex -> the topic names it resolved to (Kafka's ResolvedRegularExpression,
         #: kept in memory: resolved again at every heartbeat of the group's members).
         self.resolved_regexes: dict[str, dict[str, frozenset[str]]] = {}
+        #: a group's configs (GROUP config resources) by group id; None = the broker's `group.consumer.*` only
+        self.group_configs: Callable[[str], Mapping[str, Any]] | None = None
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's `consumer.session.timeout.ms`, else `group.consumer.session.timeout.ms`."""
+        if self.group_configs is None:
+            return self.config.session_timeout_ms
+        return int(self.group_configs(group_id)["consumer.session.timeout.ms"])
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's `consumer.heartbeat.interval.ms`, else `group.consumer.heartbeat.interval.ms`."""
+        if self.group_configs is None:
+            return self.config.heartbeat_interval_ms
+        return int(self.group_configs(group_id)["consumer.heartbeat.interval.ms"])
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -269,7 +283,7 @@ class ConsumerGroupCoordinator:
             and request.owned is not None)
         changed = dict(reconciled.assigned) != dict(member.assigned)
         return HeartbeatResult(ErrorCode.NONE, None, member_id, reconciled.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               self.heartbeat_interval_ms(group_id),
                                dict(reconciled.assigned) if full or changed else None)
 
     def _group_for(self, request: HeartbeatRequestData, classic: GroupMetadata | None,
@@ -514,7 +528,8 @@ class ConsumerGroupCoordinator:
             if group is not None and member_id in group.members:
                 self.fence(group, member_id)
 
-        timeout_ms = member.classic.session_timeout_ms if member.classic is not None else self.config.session_timeout_ms
+        timeout_ms = (member.classic.session_timeout_ms if member.classic is not None
+                      else self.session_timeout_ms(group_id))
         self.timers.schedule(TimerKind.SESSION, group_id, member_id, timeout_ms, expire)
 
     def _maybe_schedule_revocation(self, group_id: str, before: ConsumerGroupMember,
@@ -534,7 +549,7 @@ class ConsumerGroupCoordinator:
                     and member.member_epoch == epoch):
                 self.fence(group, after.member_id)
 
-        timeout_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else self.config.session_timeout_ms
+        timeout_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else self.session_timeout_ms(group_id)
         self.timers.schedule(TimerKind.REVOCATION, group_id, after.member_id, timeout_ms, expire)
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------------------

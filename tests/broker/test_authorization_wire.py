@@ -13,7 +13,6 @@ import pytest
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest
 
-from bench.security_throughput import ScramMiniKafka
 from tests.authorization_probes import (
     ALTER,
     ALTER_CONFIGS,
@@ -36,6 +35,7 @@ from tests.authorization_probes import (
     topic_id,
 )
 from tests.interop.acl_scenario import SaslWireClient, _produce, create_acls, create_topics
+from tests.scram_mini_kafka import ScramMiniKafka
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bench.kafka_jars import find_main_class, java_command
 from minikafka.broker.share.share_coordinator_state import ShareCoordinatorState, load_share_partition
 from minikafka.broker.share.share_partition import SharePartition
 from minikafka.broker.share.share_state_records import decode_key, decode_value, encode_key, encode_value
 from minikafka.broker.share.share_types import FetchedBatch, RecordState
 from tests.integration.client_drivers import create_topic
+from tests.kafka_jars import find_main_class, java_command
 
 pytestmark = pytest.mark.interop
 
