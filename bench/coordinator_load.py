@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.machine import machine_description
 from bench.produce_latency import LatencyProbe, Phase
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
 from minikafka.broker.groups.coordinator_records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -35,9 +36,7 @@ from minikafka.protocol.records import Record, build_batch
 from minikafka.storage.clock import SystemClock
 from minikafka.storage.log_manager import LogManager
 from tests.broker_process import BrokerProcess
-from tests.kafka_jars import REPO_ROOT
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUPS = 1000
 PARTITIONS_PER_GROUP = 10
@@ -100,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--rate", type=float, default=100.0, help="produce requests per second")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
     phase, groups, load_ms, _ = measure(args.commits, args.rate)
@@ -133,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             table,
             "",
         ]
-        text = BENCHMARKS_MD.read_text()
-        BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
-        print(f"appended to {BENCHMARKS_MD}")
+        append_history("\n".join(section))
+        append_results([result("coordinator-load", "max Produce latency while loading "
+                               f"{args.commits:,} commits", max(phase.latencies_ms), "ms", command=command.strip())])
+        print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
 
 

@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_description
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
 from tests.broker_process import BrokerProcess
-from tests.kafka_jars import REPO_ROOT
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 TOPIC = "flush-latency"
 PARTITIONS = 4
 RECORD_BYTES = 4096
@@ -154,8 +153,7 @@ def record(command: str, args: argparse.Namespace, table: str, summary: str, loa
         table,
         "",
     ]
-    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
-    BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
+    append_history("\n".join(section))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="records per second")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase")
     parser.add_argument("--rounds", type=int, default=3, help="pairs of phases (no flush, flush), interleaved")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
     without: list[Phase] = []
@@ -181,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_record:
         command = "python -m bench.flush_latency " + shlex.join(argv if argv is not None else sys.argv[1:])
         record(command.strip(), args, table, summary, load_before)
-        print(f"appended to {BENCHMARKS_MD}")
+        append_results([
+            result("flush-latency", "produce p99.9 with / without flushing", all_with.percentile(0.999), "ms",
+                   ratio=all_with.percentile(0.999) / all_without.percentile(0.999), command=command.strip()),
+            result("flush-latency", "produce max latency with flushing", all_with.max_ms, "ms",
+                   command=command.strip())])
+        print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
 
 

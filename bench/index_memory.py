@@ -23,14 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.machine import machine_description
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
 from minikafka.protocol.records import Record
 from minikafka.protocol.records.builder import build_batch
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.unified_log import UnifiedLog
-from tests.kafka_jars import REPO_ROOT
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
 T0 = 1_700_000_000_000
 PROPS = {"index.interval.bytes": "0", "segment.bytes": str(1 << 30)}
 
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--segments", type=int, default=100)
     parser.add_argument("--entries", type=int, default=4000, help="index entries per segment")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     r = measure(args.segments, args.entries)
     rows = [
@@ -127,9 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             table,
             "",
         ]
-        text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
-        BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
-        print(f"appended to {BENCHMARKS_MD}")
+        append_history("\n".join(section))
+        append_results([result("index-memory", "index memory / index file bytes, all loaded",
+                               r["array_bytes"] / r["file_bytes"], "x", command=command.strip())])
+        print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
 
 

@@ -53,6 +53,12 @@ GOALS: dict[str, tuple[str, str]] = {
     "e2e-latency": ("end-to-end latency, 1,000 msg/s of 200 B (issue 14)", "p99, p99.9 no worse than Apache Kafka"),
     "cleaner-shapes": ("cleaner records/s per thread by batch shape (issue 14)", ">= 1.2x Apache Kafka on every "
                        "shape"),
+    "flush-latency": ("produce latency with log.flush.interval.ms=200 (issue 28)",
+                      "p99.9 within 2x (or +10 ms) of no flushing; max < 50 ms"),
+    "coordinator-load": ("Produce answered while loading 1M commits of __consumer_offsets (issue 28)",
+                         "every Produce within 100 ms"),
+    "index-memory": ("index memory, many segments (issue 28)", "<= 1.2x the index files' size"),
+    "static-join": ("two static members joining a new group at delay 0 (issue 30)", "one rebalance, as on Kafka"),
 }
 
 
