@@ -1,4 +1,4 @@
-"""Take the README's screenshot of the console's topic page (docs/console-topic.png) with headless chromium.
+"""Take the console screenshot of the docs site's compaction page (docs/console-topic.png) with headless chromium.
 
     .venv/bin/python -m bench.console_screenshot [--out docs/console-topic.png]
 

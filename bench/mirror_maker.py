@@ -66,8 +66,8 @@ def migration_properties(
     source_alias: str, source_bootstrap: str, target_alias: str, target_bootstrap: str,
     target_replication_factor: int = 1,
 ) -> dict[str, str]:
-    """The mm2.properties of a one-way migration `source -> target` (the README lists it with a replication
-    factor of 3 on the target).
+    """The mm2.properties of a one-way migration `source -> target` (docs/moving-to-kafka.md lists it with a
+    replication factor of 3 on the target).
 
     Topic names are kept (IdentityReplicationPolicy), topic configs and committed group offsets are copied, and the
     periodic tasks run every second. The topics MM2 creates on the target (mirrored topics, checkpoints,

@@ -1,4 +1,5 @@
-"""One MirrorMaker 2 migration, `source -> target`, run in the README's cut-over order and checked with confluent-kafka.
+"""One MirrorMaker 2 migration, `source -> target`, run in the cut-over order of docs/moving-to-kafka.md and
+checked with confluent-kafka.
 
 On the source: an ordinary topic (several partitions, keyed records with two headers), a compacted topic
 (overwritten keys and a tombstone) and two consumer groups (classic protocol): "audit" has committed only the first

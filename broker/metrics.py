@@ -11,7 +11,7 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
   `kafka_log_logmanager_logdirectoryoffline{logDirectory}` (1 once an I/O error took it offline).
 - the log cleaner (`LogCleanerCollector`, registered by `register_log_cleaner`): Kafka's LogCleaner and
   LogCleanerManager gauges under the JMX exporter's names (spec §3.1 formulas) and per-partition gauges
-  `minikafka_log_cleaner_*{topic,partition}`; see README's metrics table.
+  `minikafka_log_cleaner_*{topic,partition}`; see the docs site's metrics reference (generated from this registry).
 - fetch sessions (`FetchSessionCollector`, registered by `register_fetch_sessions`): Kafka's FetchSessionCache
   metrics `kafka_server_fetchsessioncache_numincrementalfetchsessions`, `..._numincrementalfetchpartitionscached`
   and `..._incrementalfetchsessionevictions_total` (IncrementalFetchSessionEvictionsPerSec), plus

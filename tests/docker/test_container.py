@@ -1,7 +1,7 @@
 """The image of docker/Dockerfile, built with podman and run for real (`make test-container`).
 
 The base image is a stand-in for python:3.11-slim made from Debian's packages (tests/docker/podman.py); nothing is
-pulled. A broker container runs the two-listener setup README shows (one listener for other containers on the
+pulled. A broker container runs the two-listener setup docs/docker.md shows (one listener for other containers on the
 network, one published on 127.0.0.1 for the host), configured only through KAFKA_* variables as apache/kafka's image
 is. The tests run only when MINIKAFKA_CONTAINER_TESTS=1 (set by `make test-container`), and skip with the reason
 where podman, runc or root are missing.
@@ -71,7 +71,7 @@ def network(image: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def broker(image: str, network: str) -> Iterator[Broker]:
-    """README's two-listener setup: PLAINTEXT for containers (minikafka:19092), PLAINTEXT_HOST published for the
+    """docs/docker.md's two-listener setup: PLAINTEXT for containers (minikafka:19092), PLAINTEXT_HOST published for the
     host; a fast cleaner so that compaction shows within seconds."""
     port, metrics_port = free_port(), free_port()
     name = f"{pm.PREFIX}broker-{RUN_ID}"

@@ -138,7 +138,7 @@ def compose_environment(service: str) -> dict[str, str]:
 
 
 def test_the_compose_file_s_two_listeners() -> None:
-    """README's setup: minikafka:19092 for other containers, localhost:9092 published for the host."""
+    """docs/docker.md's setup: minikafka:19092 for other containers, localhost:9092 published for the host."""
     environment = compose_environment("minikafka")
     assert environment and all(name.startswith("KAFKA_") for name in environment)
     config = KafkaConfig(container_properties(load_properties(IMAGE_PROPERTIES), {}, environment))
