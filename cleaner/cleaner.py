@@ -61,9 +61,9 @@ from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
 from minikafka.cleaner.transaction_metadata import CleanedTransactionMetadata
 from minikafka.protocol.records import RecordBatch, TimestampType
 from minikafka.storage.clock import Clock
+from minikafka.storage.local_log import collect_aborted_transactions as collect_from_segments
 from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
 from minikafka.storage.transaction_index import AbortedTransaction
-from minikafka.storage.unified_log import collect_aborted_transactions as collect_from_segments
 
 INT_MAX = 2_147_483_647
 #: byte b of the latest-offset bitmap as 8 bytes, one per offset (bit r & 7 of byte r >> 3 is offset r)
