@@ -388,9 +388,9 @@ class LogCleaner:
                 continue
             logger.info("Cleaner %d: tombstones of %s passed their delete horizon; cleaning it", worker.index,
                         log.topic_partition)
-            # `_clean_round` ends the state; the checkpoint must never move backwards.
+            # `clean_round` ends the state; the checkpoint must never move backwards.
             self.clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats,
-                              minimum_checkpoint=checkpoint)
+                             minimum_checkpoint=checkpoint)
             with self._lock:
                 record = self._records.get(tp)
                 if record is not None and record.tombstone_horizon_ms is not None and \

@@ -210,8 +210,8 @@ def compact_exact_now(cleaner: LogCleaner, worker: CleanerThread, topic: str, pl
         return result
     bounds = ExactRoundRange.of(plan, log.segments(), log.log_start_offset)
     end_offset = cleaner.clean_round(worker, log, bounds.to_clean, PreCleanStats(), result, plan=plan,
-                                   minimum_checkpoint=cleaner.manager.read_checkpoints().get(tp, -1),
-                                   checkpoint_end=bounds.checkpoint_end)
+                                     minimum_checkpoint=cleaner.manager.read_checkpoints().get(tp, -1),
+                                     checkpoint_end=bounds.checkpoint_end)
     if result.status == "pending":
         result.status = "cleaned" if end_offset is not None else "failed"
     return result

@@ -3,7 +3,8 @@
 What lives here works on a list of segments and a directory, not on a log's offsets or producer state: turning a
 disk error into KAFKA_STORAGE_ERROR (`storage_errors`, Kafka's LocalLog.maybeHandleIOException), reading whole
 batches across segments (`read_segments`), collecting aborted transactions, the crash-safe swap of cleaned
-segments (`replace_segments`) and unlinking deleted segment files.
+segments (`replace_segments`), unlinking deleted segment files, and the rules for when the active segment rolls
+(`roll_reason`) and how many old segments retention lets go (`deletable_segment_count`).
 
 Thread-safety: these are functions without state of their own. The caller (`UnifiedLog`) holds its lock around
 everything that reads or changes its segment list; `delete_segment_files` runs without it.
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, NoReturn
 from minikafka.protocol.errors import KafkaStorageError
 from minikafka.protocol.records import batch_header
 from minikafka.storage.checkpoint import fsync_dir
+from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -189,3 +191,54 @@ def delete_segment_files(segments: Sequence[LogSegment]) -> None:
             segment.delete()
         except OSError as exc:
             logger.warning("Could not delete %s: %s", segment.log.path, exc)
+
+
+def roll_reason(segment: LogSegment, config: LogConfig, size_bytes: int, max_timestamp: int, last_offset: int,
+                now_ms: int) -> str | None:
+    """Why the active `segment` must roll before an append of `size_bytes` ending at `last_offset` (Kafka's
+    LogSegment.shouldRoll), or None when it need not."""
+    if segment.size_bytes > config.segment_bytes - size_bytes:
+        return "segment.bytes"
+    if not segment.is_empty and _time_waited_ms(segment, max_timestamp, now_ms) > \
+            config.max_segment_ms - segment.rolling_jitter_ms:
+        return "segment.ms"
+    if segment.index_full():
+        return "index full"
+    if not segment.can_convert_to_relative_offset(last_offset):
+        return "relative offset overflow"
+    return None
+
+
+def _time_waited_ms(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
+    """Kafka's timeWaitedForRoll: record timestamps from the first batch's; without one (-1) the wall
+    clock since the segment was created (spec §2.11, S39)."""
+    first = segment.rolling_based_timestamp
+    if first is not None and first >= 0:
+        return max_timestamp - first
+    return now_ms - segment.created_ms
+
+
+def deletable_segment_count(segments: Sequence[LogSegment], log_start_offset: int, config: LogConfig,
+                            now_ms: int) -> int:
+    """How many of the oldest segments may go (never the active one): those wholly below the log start offset
+    always, and for `delete` topics those past retention.ms or beyond retention.bytes (Kafka's
+    deleteLogStartOffsetBreachedSegments, deleteRetentionMsBreachedSegments, deleteRetentionSizeBreachedSegments)."""
+    candidates = segments[:-1]
+    deletable = 0
+    for i in range(len(candidates)):
+        if segments[i + 1].base_offset <= log_start_offset:
+            deletable = i + 1
+    if config.delete:
+        if config.retention_ms >= 0:
+            for i, segment in enumerate(candidates):
+                if now_ms - segment.largest_timestamp <= config.retention_ms:
+                    break
+                deletable = max(deletable, i + 1)
+        if config.retention_bytes >= 0:
+            excess = sum(s.size_bytes for s in segments) - config.retention_bytes
+            for i, segment in enumerate(candidates):
+                if excess - segment.size_bytes < 0:
+                    break
+                excess -= segment.size_bytes
+                deletable = max(deletable, i + 1)
+    return deletable

@@ -33,10 +33,12 @@ from minikafka.storage.clock import Clock, SystemClock
 from minikafka.storage.free_space import FreeSpaceGuard
 from minikafka.storage.local_log import (
     collect_aborted_transactions,
+    deletable_segment_count,
     delete_segment_files,
     last_offset_of,
     parse_topic_partition,
     read_segments,
+    roll_reason,
     storage_errors,
 )
 from minikafka.storage.log_config import LogConfig
@@ -287,30 +289,10 @@ class UnifiedLog:
             return collect_aborted_transactions(self._segments, start_offset, upper_bound_offset)
 
     def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
-        segment = self.active_segment
-        config = self.config
-        reason = None
-        if segment.size_bytes > config.segment_bytes - size_bytes:
-            reason = "segment.bytes"
-        elif not segment.is_empty and self._time_waited_ms(segment, max_timestamp, now_ms) > \
-                config.max_segment_ms - segment.rolling_jitter_ms:
-            reason = "segment.ms"
-        elif segment.index_full():
-            reason = "index full"
-        elif not segment.can_convert_to_relative_offset(last_offset):
-            reason = "relative offset overflow"
+        reason = roll_reason(self.active_segment, self.config, size_bytes, max_timestamp, last_offset, now_ms)
         if reason is not None:
             logger.debug("Rolling %s at offset %d (%s)", self.topic_partition, self._log_end_offset, reason)
             self.roll()
-
-    @staticmethod
-    def _time_waited_ms(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
-        """Kafka's timeWaitedForRoll: record timestamps from the first batch's; without one (-1) the wall
-        clock since the segment was created (spec §2.11, S39)."""
-        first = segment.rolling_based_timestamp
-        if first is not None and first >= 0:
-            return max_timestamp - first
-        return now_ms - segment.created_ms
 
     def roll(self) -> None:
         """Close the active segment (if it has data) and start a new one at the log end offset."""
@@ -395,25 +377,7 @@ class UnifiedLog:
     def delete_retention_segments(self, now_ms: int) -> int:
         """Delete old segments (log start breach always; retention.ms/bytes for `delete` topics)."""
         with self._lock:
-            config = self.config
-            candidates = self._segments[:-1]
-            deletable = 0
-            for i in range(len(candidates)):
-                if self._segments[i + 1].base_offset <= self.log_start_offset:
-                    deletable = i + 1
-            if config.delete:
-                if config.retention_ms >= 0:
-                    for i, segment in enumerate(candidates):
-                        if now_ms - segment.largest_timestamp <= config.retention_ms:
-                            break
-                        deletable = max(deletable, i + 1)
-                if config.retention_bytes >= 0:
-                    excess = sum(s.size_bytes for s in self._segments) - config.retention_bytes
-                    for i, segment in enumerate(candidates):
-                        if excess - segment.size_bytes < 0:
-                            break
-                        excess -= segment.size_bytes
-                        deletable = max(deletable, i + 1)
+            deletable = deletable_segment_count(self._segments, self.log_start_offset, self.config, now_ms)
             if deletable:
                 self._delete_segments(self._segments[:deletable])
             return deletable
