@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from minikafka.cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
@@ -48,6 +47,7 @@ from minikafka.cleaner.cleaner_metrics import (
     partition_statuses,
 )
 from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.cleaner_thread import CleanerThread
 from minikafka.cleaner.config import CleanerConfig
 from minikafka.cleaner.exact_round import check_plan_range, exact_end_limit
 from minikafka.cleaner.log_to_clean import LogToClean
@@ -67,25 +67,6 @@ from minikafka.storage.log_manager import LogManager, TopicMetadata
 from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
-
-@dataclass(slots=True)
-class CleanerThread:
-    """One worker: its thread, its Cleaner (and offset map), the partition it is cleaning and its last stats.
-
-    Fields are written by the worker thread only and read by metrics (single attribute reads)."""
-
-    index: int
-    cleaner: Cleaner | None = None
-    #: the worker process that runs this thread's rounds (`minikafka.log.cleaner.worker.processes`)
-    process: CleanWorker | None = None
-    current: TopicPartition | None = None
-    #: the log of `current`: the round stops once the broker hosts another log (or none) under that name
-    current_log: UnifiedLog | None = None
-    last_stats: CleanerStats = field(default_factory=CleanerStats)
-    last_pre_clean_stats: PreCleanStats = field(default_factory=PreCleanStats)
-    thread: threading.Thread | None = None
-    dead: bool = False
-
 
 class LogCleaner:
     """Owns the cleaner threads, their offset maps, the shared throttler, the manual-compaction queue and

@@ -24,7 +24,8 @@ from minikafka.protocol.errors import KafkaError
 from minikafka.storage.unified_log import UnifiedLog
 
 if TYPE_CHECKING:
-    from minikafka.cleaner.log_cleaner import CleanerThread, LogCleaner
+    from minikafka.cleaner.cleaner_thread import CleanerThread
+    from minikafka.cleaner.log_cleaner import LogCleaner
 
 TopicPartition = tuple[str, int]
 
