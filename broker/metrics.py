@@ -29,7 +29,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from minikafka.broker.fetch_manager import FetchManager
-from minikafka.cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
+from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
+from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
 

@@ -66,9 +66,9 @@ from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, Las
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
+from minikafka.storage.local_log import collect_aborted_transactions
 from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
 from minikafka.storage.transaction_index import AbortedTransaction
-from minikafka.storage.unified_log import collect_aborted_transactions
 
 logger = logging.getLogger("minikafka.cleaner.clean_worker")
 

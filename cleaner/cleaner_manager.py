@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from minikafka.cleaner.manager import GrabResult, PartitionView, grab_filthiest_compacted_log
 from minikafka.protocol.errors import KafkaStorageError
+from minikafka.storage.local_log import DISK_FAILURE_ERRNOS
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.log_segment import SegmentInconsistentError
-from minikafka.storage.unified_log import DISK_FAILURE_ERRNOS, UnifiedLog
+from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 

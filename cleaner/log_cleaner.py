@@ -15,6 +15,9 @@ A failing partition never kills a thread: it is retried with exponential backoff
 Exact compaction (issue 10): `request_exact_compaction` queues one round whose keep-or-drop decision comes from a
 retained-offset plan instead of the offset map (`Cleaner.clean(plan=...)`, `cleaner.plan_retention`); the rest of
 the round (groups, horizons, markers, swap, statistics, metrics) is the ordinary one.
+
+The rounds of a manual request are driven by `manual_compaction` (`compact_now`, `compact_exact_now`) through
+`clean_round`; the gauges and per-partition statuses are computed in `cleaner_metrics`.
 """
 
 from __future__ import annotations
@@ -24,13 +27,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from minikafka.cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
 from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
 from minikafka.cleaner.cleaner_manager import (
-    CleaningState,
     LogCleanerManager,
     LogCleaningAbortedError,
     ThreadShutdownError,
@@ -38,12 +39,25 @@ from minikafka.cleaner.cleaner_manager import (
     is_disk_failure,
     is_out_of_space,
 )
+from minikafka.cleaner.cleaner_metrics import (
+    CleanerMetrics,
+    PartitionCleaningRecord,
+    PartitionCleaningStatus,
+    cleaner_metrics,
+    partition_statuses,
+)
 from minikafka.cleaner.cleaner_stats import CleanerStats
+from minikafka.cleaner.cleaner_thread import CleanerThread
 from minikafka.cleaner.config import CleanerConfig
-from minikafka.cleaner.exact_round import ExactRoundRange, check_plan_range, exact_end_limit
-from minikafka.cleaner.log_to_clean import LogToClean, cleanable_offsets, max_compaction_delay_ms
+from minikafka.cleaner.exact_round import check_plan_range, exact_end_limit
+from minikafka.cleaner.log_to_clean import LogToClean
 from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
-from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult, roll_active_segment
+from minikafka.cleaner.manual_compaction import (
+    CompactionRequest,
+    PartitionCompactionResult,
+    compact_exact_now,
+    compact_now,
+)
 from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan, read_plan
 from minikafka.cleaner.throttler import Throttler
@@ -53,71 +67,6 @@ from minikafka.storage.log_manager import LogManager, TopicMetadata
 from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
-
-_MAX_MANUAL_ROUNDS = 10_000
-
-
-@dataclass(slots=True)
-class PartitionCleaningRecord:
-    """Running totals of one partition's cleaning (the per-partition metrics)."""
-
-    last_clean_ms: int | None = None
-    records_removed: int = 0
-    bytes_removed: int = 0
-    #: tombstones kept by the last round because their delete horizon had not passed
-    tombstones_pending: int = 0
-    #: earliest delete horizon among those tombstones (None if none): a horizon round is due from then
-    tombstone_horizon_ms: int | None = None
-    log_identity: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionCleaningStatus:
-    """One compacted partition as the per-partition gauges show it (computed on demand)."""
-
-    topic: str
-    partition: int
-    dirty_ratio: float
-    dirty_bytes: int
-    compaction_delay_ms: int
-    max_compaction_lag_ms: int
-    record: PartitionCleaningRecord
-
-
-@dataclass(frozen=True, slots=True)
-class CleanerMetrics:
-    """Kafka's LogCleaner / LogCleanerManager gauges with the formulas of spec §3.1 (truncated ints)."""
-
-    max_buffer_utilization_percent: int
-    cleaner_recopy_percent: int
-    max_clean_time_secs: int
-    max_compaction_delay_secs: int
-    dead_thread_count: int
-    max_dirty_percent: int
-    time_since_last_run_ms: int
-    uncleanable_partitions_count: int
-    uncleanable_bytes: int
-    cleaner_io_bytes: int
-
-
-@dataclass(slots=True)
-class CleanerThread:
-    """One worker: its thread, its Cleaner (and offset map), the partition it is cleaning and its last stats.
-
-    Fields are written by the worker thread only and read by metrics (single attribute reads)."""
-
-    index: int
-    cleaner: Cleaner | None = None
-    #: the worker process that runs this thread's rounds (`minikafka.log.cleaner.worker.processes`)
-    process: CleanWorker | None = None
-    current: TopicPartition | None = None
-    #: the log of `current`: the round stops once the broker hosts another log (or none) under that name
-    current_log: UnifiedLog | None = None
-    last_stats: CleanerStats = field(default_factory=CleanerStats)
-    last_pre_clean_stats: PreCleanStats = field(default_factory=PreCleanStats)
-    thread: threading.Thread | None = None
-    dead: bool = False
-
 
 class LogCleaner:
     """Owns the cleaner threads, their offset maps, the shared throttler, the manual-compaction queue and
@@ -272,17 +221,17 @@ class LogCleaner:
             log, grab = self.manager.grab_filthiest(self.clock.time_ms())
             if log is not None and grab.chosen is not None:
                 worker.last_pre_clean_stats = grab.pre_clean_stats
-                self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats)
+                self.clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats)
                 cleaned = True
             else:
                 cleaned = self._clean_expired_tombstones(worker)
         self._run_retention()
         return cleaned
 
-    def _clean_round(self, worker: CleanerThread, log: UnifiedLog, to_clean: LogToClean,
-                     pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None, *,
-                     minimum_checkpoint: int = -1, plan: RetainedOffsetPlan | None = None,
-                     checkpoint_end: bool = True) -> int | None:
+    def clean_round(self, worker: CleanerThread, log: UnifiedLog, to_clean: LogToClean,
+                    pre_clean: PreCleanStats, result: PartitionCompactionResult | None = None, *,
+                    minimum_checkpoint: int = -1, plan: RetainedOffsetPlan | None = None,
+                    checkpoint_end: bool = True) -> int | None:
         """Clean one round and end it in the manager; returns the end offset, None if aborted or failed. The
         checkpoint becomes max(end offset, `minimum_checkpoint`), or stays (at least `minimum_checkpoint`) when
         not `checkpoint_end`. A plan the round refuses (InvalidRetainedOffsetPlanError) is no failure of the
@@ -420,9 +369,9 @@ class LogCleaner:
                 continue
             logger.info("Cleaner %d: tombstones of %s passed their delete horizon; cleaning it", worker.index,
                         log.topic_partition)
-            # `_clean_round` ends the state; the checkpoint must never move backwards.
-            self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats,
-                              minimum_checkpoint=checkpoint)
+            # `clean_round` ends the state; the checkpoint must never move backwards.
+            self.clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats,
+                             minimum_checkpoint=checkpoint)
             with self._lock:
                 record = self._records.get(tp)
                 if record is not None and record.tombstone_horizon_ms is not None and \
@@ -485,7 +434,8 @@ class LogCleaner:
         return meta
 
     def request_compaction(self, topic: str, partition: int | None = None) -> CompactionRequest:
-        """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see `_compact_now`."""
+        """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see
+        `manual_compaction.compact_now`."""
         meta = self.compaction_target(topic, partition)
         partitions = list(range(meta.num_partitions)) if partition is None else [partition]
         return self._enqueue(CompactionRequest(topic, partitions))
@@ -497,8 +447,8 @@ class LogCleaner:
         Validates now, in the caller's thread, streaming the file once: InvalidRetainedOffsetPlanError names the
         fault (format, truncation, checksum, order, another topic id or partition, a range outside
         [log start offset, `exact_end_limit(roll_active=True)`]). The round re-checks the range when it runs and
-        checks the plan against the log (`PlanRetention.verify`); see `_compact_exact_now`. With `delete_plan`
-        the file is unlinked once the request is done, or now if it is refused."""
+        checks the plan against the log (`PlanRetention.verify`); see `manual_compaction.compact_exact_now`. With
+        `delete_plan` the file is unlinked once the request is done, or now if it is refused."""
         try:
             meta = self.compaction_target(topic, partition)
             log = self.log_manager.get_log(topic, partition)
@@ -550,93 +500,14 @@ class LogCleaner:
         result = None
         try:
             if request.plan is None:
-                result = self._compact_now(worker, request.topic, partition)
+                result = compact_now(self, worker, request.topic, partition)
             else:
-                result = self._compact_exact_now(worker, request.topic, request.plan)
+                result = compact_exact_now(self, worker, request.topic, request.plan)
         finally:
             if result is None:  # shutdown (or a bug) mid-request: do not leave the plan file behind
                 request.discard_plan()
             else:
                 request.finish(result)
-
-    def _compact_exact_now(self, worker: CleanerThread, topic: str, plan: RetainedOffsetPlan
-                           ) -> PartitionCompactionResult:
-        """One exact round: roll the active segment if the plan reaches into it, re-check the plan's range against
-        the log as it is now, clean `[log start, end)` deciding `[start, end)` by the plan; the checkpoint as
-        `ExactRoundRange.checkpoint_end` says (never backwards)."""
-        partition = plan.partition
-        result = PartitionCompactionResult(topic, partition)
-        tp = (topic, partition)
-        log = self.log_manager.get_log(topic, partition)
-        meta = self.log_manager.topic(topic)
-        if log is None or meta is None:
-            result.status = "unknown_partition"
-            return result
-        if meta.topic_id.bytes != plan.topic_id:
-            result.status, result.error = "refused", f"topic {topic} was deleted and recreated since the plan was made"
-            return result
-        if plan.end_offset > log.segments()[-1].base_offset and not roll_active_segment(log, result):
-            return result
-        self.manager.clear_failures(tp)
-        state = self.manager.state_of(tp)
-        if (state is not None and state[0] is CleaningState.PAUSED) or not self.manager.try_begin(tp, 300):
-            result.status = "paused"
-            return result
-        try:
-            check_plan_range(plan, log, self.exact_end_limit(log, roll_active=False))
-        except InvalidRetainedOffsetPlanError as exc:
-            self.manager.done_cleaning(tp, None)
-            result.status, result.error = "refused", str(exc)
-            return result
-        if plan.start_offset == plan.end_offset:
-            self.manager.done_cleaning(tp, None)
-            result.status = "nothing_to_clean"
-            return result
-        bounds = ExactRoundRange.of(plan, log.segments(), log.log_start_offset)
-        end_offset = self._clean_round(worker, log, bounds.to_clean, PreCleanStats(), result, plan=plan,
-                                       minimum_checkpoint=self.manager.read_checkpoints().get(tp, -1),
-                                       checkpoint_end=bounds.checkpoint_end)
-        if result.status == "pending":
-            result.status = "cleaned" if end_offset is not None else "failed"
-        return result
-
-    def _compact_now(self, worker: CleanerThread, topic: str, partition: int) -> PartitionCompactionResult:
-        """Roll the active segment, then clean rounds until the whole cleanable range is done."""
-        result = PartitionCompactionResult(topic, partition)
-        tp = (topic, partition)
-        log = self.log_manager.get_log(topic, partition)
-        if log is None:
-            result.status = "unknown_partition"
-            return result
-        # "now" includes what was just written; min.compaction.lag.ms still holds it back
-        if not roll_active_segment(log, result):
-            return result
-        self.manager.clear_failures(tp)
-        previous_end = -1
-        for _ in range(_MAX_MANUAL_ROUNDS):
-            state = self.manager.state_of(tp)
-            if (state is not None and state[0] is CleaningState.PAUSED) or not self.manager.try_begin(tp, 300):
-                result.status = "paused"
-                return result
-            now_ms = self.clock.time_ms()
-            view = self.manager.view_of(log, self.manager.read_checkpoints(), now_ms, ignore_marks=True,
-                                        min_cleanable_ratio=0.0)
-            grab = grab_filthiest_compacted_log([view], now_ms)
-            self.manager.update_checkpoints(dict(grab.checkpoint_updates))
-            if grab.chosen is None or grab.failures:
-                self.manager.done_cleaning(tp, None)
-                if grab.failures:
-                    result.status, result.error = "failed", str(next(iter(grab.failures.values())))
-                break
-            end_offset = self._clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats, result)
-            if end_offset is None or end_offset <= previous_end:
-                break
-            previous_end = end_offset
-            if end_offset >= grab.chosen.log_to_clean.first_uncleanable_offset:
-                break
-        if result.status == "pending":
-            result.status = "cleaned" if result.rounds else "nothing_to_clean"
-        return result
 
     # ------------------------------------------------------------------ state
     def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
@@ -654,53 +525,8 @@ class LogCleaner:
     # ------------------------------------------------------------------ metrics
     def metrics(self, statuses: list[PartitionCleaningStatus] | None = None) -> CleanerMetrics:
         """Broker-wide gauges; `statuses` (from `partition_status`) supplies uncleanable bytes."""
-        stats = [w.last_stats for w in self.workers]
-        read = sum(s.bytes_read for s in stats)
-        written = sum(s.bytes_written for s in stats)
-        marks = {tp for tp, m in self.manager.uncleanable_partitions().items() if m.permanent}
-        if statuses is None:
-            statuses = self.partition_status()
-        return CleanerMetrics(
-            max_buffer_utilization_percent=int(100 * max((s.buffer_utilization for s in stats), default=0.0)),
-            cleaner_recopy_percent=int(100 * written / max(read, 1)),
-            max_clean_time_secs=int(max((max(s.elapsed_secs, 0.0) for s in stats), default=0.0)),
-            max_compaction_delay_secs=int(
-                max((w.last_pre_clean_stats.max_compaction_delay_ms for w in self.workers), default=0) / 1000),
-            dead_thread_count=self.dead_thread_count,
-            max_dirty_percent=int(100 * self.manager.max_dirty_ratio),
-            time_since_last_run_ms=self.clock.time_ms() - self.manager.time_of_last_run_ms,
-            uncleanable_partitions_count=len(marks),
-            uncleanable_bytes=sum(s.dirty_bytes for s in statuses if (s.topic, s.partition) in marks),
-            cleaner_io_bytes=self.throttler.total_bytes,
-        )
+        return cleaner_metrics(self, statuses)
 
     def partition_status(self) -> list[PartitionCleaningStatus]:
         """Dirty ratio, dirty bytes and KIP-354 delay of every compacted partition, computed now."""
-        now_ms = self.clock.time_ms()
-        checkpoints = self.manager.read_checkpoints()
-        statuses = []
-        for log in self.log_manager.all_logs():
-            config = log.config
-            if not config.compact:
-                continue
-            segments = log.segments()
-            if not segments:
-                continue
-            tp = (log.topic, log.partition)
-            try:
-                offsets = cleanable_offsets(
-                    segments, log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
-                    checkpoint_offset=checkpoints.get(tp), last_stable_offset=log.last_stable_offset,
-                    min_compaction_lag_ms=config.min_compaction_lag_ms, now_ms=now_ms)
-                to_clean = LogToClean.of(segments, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset)
-                delay_ms = max_compaction_delay_ms(
-                    segments, [s.rolling_based_timestamp for s in segments],
-                    first_dirty_offset=offsets.first_dirty_offset,
-                    max_compaction_lag_ms=config.max_compaction_lag_ms, now_ms=now_ms)
-            except Exception:  # a segment deleted under us; the next scrape is consistent again
-                continue
-            statuses.append(PartitionCleaningStatus(
-                log.topic, log.partition, to_clean.cleanable_ratio, to_clean.cleanable_bytes, delay_ms,
-                config.max_compaction_lag_ms, self.cleaning_record(log)))
-        return statuses
-
+        return partition_statuses(self)

@@ -1,7 +1,11 @@
 """A request to compact some partitions now (`POST /admin/compact`, `minikafka compact`), and its outcome.
 
 An exact request (`POST /admin/compact?exact=true`, issue 10) carries a validated retained-offset plan for its one
-partition; it is served by one exact round instead of rounds until the cleanable range is done."""
+partition; it is served by one exact round instead of rounds until the cleanable range is done.
+
+`compact_now` and `compact_exact_now` serve one partition of a request on a cleaner thread (`LogCleaner._serve`):
+they take the partition through the `LogCleanerManager` like any round and run it with `LogCleaner.clean_round`.
+Requests are thread-safe (`finish`, `wait`); the two functions run on the one thread serving the request."""
 
 from __future__ import annotations
 
@@ -9,14 +13,24 @@ import contextlib
 import os
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from minikafka.cleaner.cleaner_manager import CleaningState
 from minikafka.cleaner.cleaner_stats import CleanerStats
-from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
+from minikafka.cleaner.exact_round import ExactRoundRange, check_plan_range
+from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
+from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.unified_log import UnifiedLog
 
+if TYPE_CHECKING:
+    from minikafka.cleaner.cleaner_thread import CleanerThread
+    from minikafka.cleaner.log_cleaner import LogCleaner
+
 TopicPartition = tuple[str, int]
+
+#: bound on the rounds of one manual compaction of one partition (each must move the end offset forward)
+_MAX_MANUAL_ROUNDS = 10_000
 
 
 @dataclass(slots=True)
@@ -122,3 +136,83 @@ def roll_active_segment(log: UnifiedLog, result: PartitionCompactionResult) -> b
         return False
     return True
 
+
+def compact_now(cleaner: LogCleaner, worker: CleanerThread, topic: str, partition: int) -> PartitionCompactionResult:
+    """Roll the active segment, then clean rounds until the whole cleanable range is done."""
+    result = PartitionCompactionResult(topic, partition)
+    tp = (topic, partition)
+    log = cleaner.log_manager.get_log(topic, partition)
+    if log is None:
+        result.status = "unknown_partition"
+        return result
+    # "now" includes what was just written; min.compaction.lag.ms still holds it back
+    if not roll_active_segment(log, result):
+        return result
+    cleaner.manager.clear_failures(tp)
+    previous_end = -1
+    for _ in range(_MAX_MANUAL_ROUNDS):
+        state = cleaner.manager.state_of(tp)
+        if (state is not None and state[0] is CleaningState.PAUSED) or not cleaner.manager.try_begin(tp, 300):
+            result.status = "paused"
+            return result
+        now_ms = cleaner.clock.time_ms()
+        view = cleaner.manager.view_of(log, cleaner.manager.read_checkpoints(), now_ms, ignore_marks=True,
+                                    min_cleanable_ratio=0.0)
+        grab = grab_filthiest_compacted_log([view], now_ms)
+        cleaner.manager.update_checkpoints(dict(grab.checkpoint_updates))
+        if grab.chosen is None or grab.failures:
+            cleaner.manager.done_cleaning(tp, None)
+            if grab.failures:
+                result.status, result.error = "failed", str(next(iter(grab.failures.values())))
+            break
+        end_offset = cleaner.clean_round(worker, log, grab.chosen.log_to_clean, grab.pre_clean_stats, result)
+        if end_offset is None or end_offset <= previous_end:
+            break
+        previous_end = end_offset
+        if end_offset >= grab.chosen.log_to_clean.first_uncleanable_offset:
+            break
+    if result.status == "pending":
+        result.status = "cleaned" if result.rounds else "nothing_to_clean"
+    return result
+
+
+def compact_exact_now(cleaner: LogCleaner, worker: CleanerThread, topic: str, plan: RetainedOffsetPlan
+                       ) -> PartitionCompactionResult:
+    """One exact round: roll the active segment if the plan reaches into it, re-check the plan's range against
+    the log as it is now, clean `[log start, end)` deciding `[start, end)` by the plan; the checkpoint as
+    `ExactRoundRange.checkpoint_end` says (never backwards)."""
+    partition = plan.partition
+    result = PartitionCompactionResult(topic, partition)
+    tp = (topic, partition)
+    log = cleaner.log_manager.get_log(topic, partition)
+    meta = cleaner.log_manager.topic(topic)
+    if log is None or meta is None:
+        result.status = "unknown_partition"
+        return result
+    if meta.topic_id.bytes != plan.topic_id:
+        result.status, result.error = "refused", f"topic {topic} was deleted and recreated since the plan was made"
+        return result
+    if plan.end_offset > log.segments()[-1].base_offset and not roll_active_segment(log, result):
+        return result
+    cleaner.manager.clear_failures(tp)
+    state = cleaner.manager.state_of(tp)
+    if (state is not None and state[0] is CleaningState.PAUSED) or not cleaner.manager.try_begin(tp, 300):
+        result.status = "paused"
+        return result
+    try:
+        check_plan_range(plan, log, cleaner.exact_end_limit(log, roll_active=False))
+    except InvalidRetainedOffsetPlanError as exc:
+        cleaner.manager.done_cleaning(tp, None)
+        result.status, result.error = "refused", str(exc)
+        return result
+    if plan.start_offset == plan.end_offset:
+        cleaner.manager.done_cleaning(tp, None)
+        result.status = "nothing_to_clean"
+        return result
+    bounds = ExactRoundRange.of(plan, log.segments(), log.log_start_offset)
+    end_offset = cleaner.clean_round(worker, log, bounds.to_clean, PreCleanStats(), result, plan=plan,
+                                     minimum_checkpoint=cleaner.manager.read_checkpoints().get(tp, -1),
+                                     checkpoint_end=bounds.checkpoint_end)
+    if result.status == "pending":
+        result.status = "cleaned" if end_offset is not None else "failed"
+    return result

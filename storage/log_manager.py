@@ -36,9 +36,10 @@ from minikafka.storage.checkpoint import (
 )
 from minikafka.storage.clock import Clock
 from minikafka.storage.free_space import LOG_DIR_CONFIG_DEF, MIN_FREE_BYTES_CONFIG, FreeSpaceGuard
+from minikafka.storage.local_log import DISK_FAILURE_ERRNOS
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.producer_id_manager import ProducerIdManager
-from minikafka.storage.unified_log import DISK_FAILURE_ERRNOS, UnifiedLog
+from minikafka.storage.unified_log import UnifiedLog
 
 logger = logging.getLogger(__name__)
 

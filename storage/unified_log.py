@@ -1,5 +1,8 @@
 """One partition's log: ordered segments, offsets, producer state, rolling, retention and the cleaner swap.
 
+The segment-level work (reads across segments, the crash-safe swap, unlinking files, disk-error handling) is in
+`local_log`, as Kafka splits UnifiedLog from LocalLog; this module owns the offsets and the locking around it.
+
 Single node: the high watermark is the log end offset, advanced on every append. The last stable offset is the
 first offset of the oldest open transaction, else the high watermark; COMMIT/ABORT markers are written by
 `append_transaction_marker` (the transaction coordinator's WriteTxnMarkers path) and aborts are indexed in the
@@ -8,39 +11,39 @@ active segment's `.txnindex` for read_committed fetches (Kafka's UnifiedLog.appe
 
 from __future__ import annotations
 
-import bisect
-import errno
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from minikafka.protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from minikafka.protocol.records import (
     RecordBatch,
     TimestampType,
-    batch_header,
     build_control_batch,
     set_base_offset,
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
+from minikafka.storage import local_log
 from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.clock import Clock, SystemClock
 from minikafka.storage.free_space import FreeSpaceGuard
+from minikafka.storage.local_log import (
+    collect_aborted_transactions,
+    deletable_segment_count,
+    delete_segment_files,
+    last_offset_of,
+    parse_topic_partition,
+    read_segments,
+    roll_reason,
+    storage_errors,
+)
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_loader import LogLoader
-from minikafka.storage.log_segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    SWAP_SUFFIX,
-    LogSegment,
-    SegmentInconsistentError,
-)
+from minikafka.storage.log_segment import DELETED_SUFFIX, LogSegment, SegmentInconsistentError
 from minikafka.storage.log_validator import LogValidator
 from minikafka.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction
@@ -74,56 +77,6 @@ class FetchDataInfo:
     log_start_offset: int
     #: aborted transactions overlapping the returned records (read_committed reads only)
     aborted_transactions: list[AbortedTransaction] | None = None
-
-
-#: The disk itself failed (a bad block, a read-only remount): the log dir goes offline, as Kafka's does. Other
-#: OSErrors (a full disk, whose write was undone; a file closed by a concurrent topic deletion) fail only the
-#: request, so the partition keeps serving reads and takes writes again once space is back.
-DISK_FAILURE_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENXIO, errno.ENODEV})
-
-
-@contextmanager
-def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Iterator[None]:
-    """Turn a disk OSError into KAFKA_STORAGE_ERROR at the storage boundary (DESIGN decision 8); a failed disk
-    (DISK_FAILURE_ERRNOS) or a write that could not be undone (SegmentInconsistentError) also takes the log dir
-    offline."""
-    try:
-        yield
-    except OSError as exc:
-        if log is not None and (isinstance(exc, SegmentInconsistentError) or exc.errno in DISK_FAILURE_ERRNOS):
-            log.log_dir_failed(f"I/O error on {topic_partition}: {exc}")
-        else:
-            logger.error("I/O error on %s: %s", topic_partition, exc)
-        raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
-
-
-def _last_offset(data: bytes | memoryview) -> int:
-    """Last offset of the last whole batch in `data` (whole batches only)."""
-    position, last = 0, -1
-    while position + batch_header.LOG_OVERHEAD <= len(data):
-        last = batch_header.last_offset(data, position)
-        position += batch_header.batch_size(data, position)
-    return last
-
-
-def collect_aborted_transactions(
-    segments: Sequence[LogSegment], start_offset: int, upper_bound_offset: int
-) -> list[AbortedTransaction]:
-    """Aborted transactions overlapping `[start_offset, upper_bound_offset)` in these segments (oldest first),
-    from the one holding `start_offset` on until a segment's index says no later one can hold more."""
-    index = max(0, bisect.bisect_right([s.base_offset for s in segments], start_offset) - 1)
-    found: list[AbortedTransaction] = []
-    for segment in segments[index:]:
-        aborted, complete = segment.collect_aborted_transactions(start_offset, upper_bound_offset)
-        found.extend(aborted)
-        if complete:
-            break
-    return found
-
-
-def parse_topic_partition(dir: Path) -> tuple[str, int]:
-    topic, _, partition = Path(dir).name.rpartition("-")
-    return topic, int(partition)
 
 
 class UnifiedLog:
@@ -336,30 +289,10 @@ class UnifiedLog:
             return collect_aborted_transactions(self._segments, start_offset, upper_bound_offset)
 
     def _maybe_roll(self, size_bytes: int, max_timestamp: int, last_offset: int, now_ms: int) -> None:
-        segment = self.active_segment
-        config = self.config
-        reason = None
-        if segment.size_bytes > config.segment_bytes - size_bytes:
-            reason = "segment.bytes"
-        elif not segment.is_empty and self._time_waited_ms(segment, max_timestamp, now_ms) > \
-                config.max_segment_ms - segment.rolling_jitter_ms:
-            reason = "segment.ms"
-        elif segment.index_full():
-            reason = "index full"
-        elif not segment.can_convert_to_relative_offset(last_offset):
-            reason = "relative offset overflow"
+        reason = roll_reason(self.active_segment, self.config, size_bytes, max_timestamp, last_offset, now_ms)
         if reason is not None:
             logger.debug("Rolling %s at offset %d (%s)", self.topic_partition, self._log_end_offset, reason)
             self.roll()
-
-    @staticmethod
-    def _time_waited_ms(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
-        """Kafka's timeWaitedForRoll: record timestamps from the first batch's; without one (-1) the wall
-        clock since the segment was created (spec §2.11, S39)."""
-        first = segment.rolling_based_timestamp
-        if first is not None and first >= 0:
-            return max_timestamp - first
-        return now_ms - segment.created_ms
 
     def roll(self) -> None:
         """Close the active segment (if it has data) and start a new one at the log end offset."""
@@ -412,34 +345,10 @@ class UnifiedLog:
                     f"Received request for offset {start_offset} for partition {self.topic_partition}, but we "
                     f"only have log segments in the range {self.log_start_offset} to {end_offset}.")
             limit_offset = end_offset if max_offset is None else min(max_offset, end_offset)
-            chunks: list[bytes | memoryview] = []
-            remaining = max_bytes
-            index = max(0, bisect.bisect_right([s.base_offset for s in self._segments], start_offset) - 1)
-            offset = start_offset
-            for segment in self._segments[index:]:
-                if offset >= limit_offset or (chunks and remaining <= 0):
-                    break
-                max_position = None
-                if limit_offset < segment.next_offset:
-                    found = segment.translate_offset(limit_offset)
-                    max_position = found[0] if found is not None else None
-                data = segment.read(offset, remaining, max_position, min_one_message and not chunks)
-                read_to_offset = offset
-                if data:
-                    chunks.append(data)
-                    remaining -= len(data)
-                    read_to_offset = _last_offset(data) + 1
-                # A segment not read to its end ends the response, also when not even its next batch fitted
-                # (data empty): appending a later segment's batches would leave a hole of offsets that clients
-                # skip, as their position moves past every batch they receive. (A non-empty segment's next
-                # offset is its last batch's last offset + 1; one emptied by cleaning has nothing to read.)
-                if not segment.is_empty and read_to_offset < min(segment.next_offset, limit_offset):
-                    break
-                offset = max(offset, segment.next_offset)
-            records = chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one segment's read is not copied
+            records = read_segments(self._segments, start_offset, limit_offset, max_bytes, min_one_message)
             aborted = None
             if include_aborted_transactions:
-                aborted = collect_aborted_transactions(self._segments, start_offset, _last_offset(records) + 1) \
+                aborted = collect_aborted_transactions(self._segments, start_offset, last_offset_of(records) + 1) \
                     if records else []
             return FetchDataInfo(records, self.high_watermark, self.log_start_offset, aborted)
 
@@ -468,25 +377,7 @@ class UnifiedLog:
     def delete_retention_segments(self, now_ms: int) -> int:
         """Delete old segments (log start breach always; retention.ms/bytes for `delete` topics)."""
         with self._lock:
-            config = self.config
-            candidates = self._segments[:-1]
-            deletable = 0
-            for i in range(len(candidates)):
-                if self._segments[i + 1].base_offset <= self.log_start_offset:
-                    deletable = i + 1
-            if config.delete:
-                if config.retention_ms >= 0:
-                    for i, segment in enumerate(candidates):
-                        if now_ms - segment.largest_timestamp <= config.retention_ms:
-                            break
-                        deletable = max(deletable, i + 1)
-                if config.retention_bytes >= 0:
-                    excess = sum(s.size_bytes for s in self._segments) - config.retention_bytes
-                    for i, segment in enumerate(candidates):
-                        if excess - segment.size_bytes < 0:
-                            break
-                        excess -= segment.size_bytes
-                        deletable = max(deletable, i + 1)
+            deletable = deletable_segment_count(self._segments, self.log_start_offset, self.config, now_ms)
             if deletable:
                 self._delete_segments(self._segments[:deletable])
             return deletable
@@ -520,60 +411,10 @@ class UnifiedLog:
         `.swap` -> live; the `.deleted` files are unlinked after `file.delete.delay.ms`. Old segments already
         gone are skipped."""
         with self._lock:
-            present = [s for s in sorted(old_segments, key=lambda s: s.base_offset)
-                       if any(s is live for live in self._segments)]
-            if not present:
-                for segment in new_segments:
-                    segment.close()
-                    segment.delete()
-                return
-            ordered = sorted(new_segments, key=lambda s: s.base_offset)
-            try:
-                for segment in reversed(ordered):
-                    if segment.suffix == CLEANED_SUFFIX:
-                        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-                fsync_dir(self.dir)
-            except OSError:  # nothing live was touched: drop the cleaned output
-                for segment in ordered:
-                    segment.close()
-                    segment.delete()
-                raise
-            # From here a crash is completed by the loader (the .swap files are whole); a failure is undone.
-            renamed: list[tuple[LogSegment, str]] = []
-            try:
-                for segment in present:
-                    renamed.append((segment, segment.suffix))
-                    segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
-                for segment in ordered:
-                    if segment.suffix == SWAP_SUFFIX:
-                        renamed.append((segment, SWAP_SUFFIX))
-                        segment.change_file_suffixes(SWAP_SUFFIX, "")
-                fsync_dir(self.dir)
-            except OSError as exc:
-                self._undo_swap(renamed, ordered, exc)
-            for segment in present:
-                self._segments.remove(segment)
-            for segment in ordered:
-                bases = [s.base_offset for s in self._segments]
-                self._segments.insert(bisect.bisect_left(bases, segment.base_offset), segment)
-            self._schedule_deletion(present)
-
-    def _undo_swap(self, renamed: list[tuple[LogSegment, str]], new_segments: list[LogSegment],
-                   error: OSError) -> NoReturn:
-        """Put back a swap that failed half-way (newest renames first: a cleaned segment takes the name its first
-        source had), delete the cleaned segments and re-raise; if the undo fails too, the files no longer match
-        memory (SegmentInconsistentError: the log dir goes offline and the loader completes the swap)."""
-        try:
-            for segment, suffix in reversed(renamed):
-                segment.rename_files_to(suffix)
-            for segment in new_segments:
-                segment.close()
-                segment.delete()
-            fsync_dir(self.dir)
-        except OSError as undo_error:
-            raise SegmentInconsistentError(f"swap of cleaned segments into {self.topic_partition} failed ({error}) "
-                                           f"and could not be undone: {undo_error}") from undo_error
-        raise error
+            present = local_log.replace_segments(self._segments, self.dir, self.topic_partition, new_segments,
+                                                 old_segments)
+            if present:
+                self._schedule_deletion(present)
 
     # -------------------------------------------------------- delayed deletion
     def _schedule_deletion(self, segments: list[LogSegment]) -> None:
@@ -595,11 +436,7 @@ class UnifiedLog:
             if not due:
                 return 0
             self._pending_deletions = [(d, s) for d, s in self._pending_deletions if not any(s is x for x in due)]
-        for segment in due:
-            try:
-                segment.delete()
-            except OSError as exc:  # the next startup removes leftover `.deleted` files
-                logger.warning("Could not delete %s: %s", segment.log.path, exc)
+        delete_segment_files(due)
         return len(due)
 
     @property

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import KeyRecord, default_partition, scan_partition_dir
-from minikafka.cleaner.log_cleaner import LogCleaner, PartitionCleaningStatus
+from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
+from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
 

@@ -13,6 +13,7 @@ import crc32c
 import pytest
 
 from minikafka.cleaner import cleaner as cleaner_module
+from minikafka.cleaner import offset_map_builder as map_builder_module
 from minikafka.cleaner.cleaner import Cleaner, LastProducerRecord
 from minikafka.cleaner.log_to_clean import LogToClean
 from minikafka.cleaner.offset_map import OffsetMap
@@ -101,7 +102,8 @@ def test_bulk_paths_write_what_the_generic_path_writes(tmp_path: Path, monkeypat
                                                         seed: int, slots: int) -> None:
     fast_log, fast_producers = _mixed_log(tmp_path / "fast", seed)
     fast = _clean_rounds(fast_log, fast_producers, slots)
-    monkeypatch.setattr(cleaner_module, "scan_segment", _generic_scan)
+    monkeypatch.setattr(cleaner_module, "scan_segment", _generic_scan)  # the recopy pass
+    monkeypatch.setattr(map_builder_module, "scan_segment", _generic_scan)  # the map pass
     generic_log, generic_producers = _mixed_log(tmp_path / "generic", seed)
     assert _clean_rounds(generic_log, generic_producers, slots) == fast
 
@@ -171,6 +173,7 @@ def test_a_bad_batch_in_a_run_raises_what_the_generic_path_raises(tmp_path: Path
         _rewrite_batch(log, index, bytes(data))
         if name == "generic":
             monkeypatch.setattr(cleaner_module, "scan_segment", _generic_scan)
+            monkeypatch.setattr(map_builder_module, "scan_segment", _generic_scan)
         errors.append(_error_of(log))
     assert errors[0] == errors[1]
     assert f"base offset {index}" in errors[0]

@@ -168,9 +168,9 @@ def _random_log(directory: Path, seed: int) -> tuple[SegmentLog, set[int]]:
 def test_map_pass_deduplication_matches_a_naive_map_and_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dedupe_keys: int, slots: int
 ) -> None:
-    import minikafka.cleaner.cleaner as cleaner_module
+    import minikafka.cleaner.offset_map_builder as map_builder_module
 
-    monkeypatch.setattr(cleaner_module, "_DEDUPE_KEYS", dedupe_keys)
+    monkeypatch.setattr(map_builder_module, "_DEDUPE_KEYS", dedupe_keys)
     log, aborted = _random_log(tmp_path / "a", 5)
     records = [(r.offset, r.key) for b in log.batches() if not b.is_control and b.base_offset not in aborted
                for r in b.records()]
@@ -190,7 +190,7 @@ def test_map_pass_deduplication_matches_a_naive_map_and_output(
     assert {base + r for r in range(min(end, result.end_offset) - base) if _bit(bits, r)} == set(expected.values())
     # The same log cleaned with the record-by-record map pass (deduplication off) ends up identical.
     reference, _ = _random_log(tmp_path / "b", 5)
-    monkeypatch.setattr(cleaner_module, "_DEDUPE_KEYS", 0)
+    monkeypatch.setattr(map_builder_module, "_DEDUPE_KEYS", 0)
     monkeypatch.setattr(OffsetMap, "put_latest", None)  # any use would fail
     reference_result = reference.clean(make_cleaner(reference.clock, slots), 0)
     assert reference_result.end_offset == result.end_offset
