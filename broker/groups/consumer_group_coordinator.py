@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from minikafka.broker.groups.assignors import Assignment, MemberSubscription, TopicInfo, assign
 from minikafka.broker.groups.consumer_group import (
@@ -53,46 +53,14 @@ from minikafka.broker.groups.consumer_group_records import (
 from minikafka.broker.groups.consumer_group_timers import MemberTimers, TimerKind
 from minikafka.broker.groups.coordinator_records import GroupMetadataKey, encode_group_metadata_key
 from minikafka.broker.groups.group_conversion import GroupConversion
+from minikafka.broker.groups.topic_image import TopicImage
 from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minikafka.broker.groups.group_coordinator import GroupCoordinator
     from minikafka.broker.groups.group_metadata import GroupMetadata
-    from minikafka.broker.replica_manager import ReplicaManager
 
-__all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult", "Refused", "ReplicaTopicImage",
-           "StaticTopicImage"]
-
-
-class TopicImage(Protocol):
-    def topics(self) -> Mapping[str, TopicInfo]:
-        """Every topic by name with its id and partition count."""
-        ...
-
-
-class ReplicaTopicImage:
-    """The broker's topics, as its ReplicaManager knows them."""
-
-    def __init__(self, replica_manager: ReplicaManager) -> None:
-        self.replica_manager = replica_manager
-
-    def topics(self) -> Mapping[str, TopicInfo]:
-        return {name: TopicInfo(meta.topic_id, name, meta.num_partitions)
-                for name, meta in self.replica_manager.topics().items()}
-
-
-@dataclass
-class StaticTopicImage:
-    """A fixed set of topics (tests)."""
-
-    by_name: dict[str, TopicInfo] = field(default_factory=dict)
-
-    def add(self, name: str, num_partitions: int) -> TopicInfo:
-        info = self.by_name[name] = TopicInfo(uuid.uuid4(), name, num_partitions)
-        return info
-
-    def topics(self) -> Mapping[str, TopicInfo]:
-        return self.by_name
+__all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult", "Refused"]
 
 
 @dataclass(frozen=True)

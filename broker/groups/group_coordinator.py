@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING
 
 from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
-from minikafka.broker.groups.consumer_group_coordinator import (
-    ConsumerGroupCoordinator,
-    ReplicaTopicImage,
-    StaticTopicImage,
-)
+from minikafka.broker.groups.consumer_group_coordinator import ConsumerGroupCoordinator
 from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.group_offsets import GroupOffsets
@@ -35,6 +31,7 @@ from minikafka.broker.groups.join_sync_messages import (
 )
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import Cancellable, LoopScheduler, Scheduler
+from minikafka.broker.groups.topic_image import ReplicaTopicImage, StaticTopicImage
 from minikafka.protocol.errors import ErrorCode
 from minikafka.storage.clock import Clock
 
