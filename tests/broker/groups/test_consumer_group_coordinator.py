@@ -13,13 +13,13 @@ from minikafka.broker.groups.consumer_group_coordinator import (
     ConsumerGroupCoordinator,
     HeartbeatRequestData,
     HeartbeatResult,
-    StaticTopicImage,
 )
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.group_offsets import CommitRequest
 from minikafka.broker.groups.offsets_topic import MemoryOffsetsTopic
 from minikafka.broker.groups.scheduler import ManualScheduler
+from minikafka.broker.groups.topic_image import StaticTopicImage
 from minikafka.protocol.errors import ErrorCode
 from minikafka.storage.clock import FakeClock
 
