@@ -58,6 +58,10 @@ from minikafka.broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -120,6 +124,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat.handle,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
+    ApiKey.SHARE_FETCH: share_fetch.handle,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.handle,
 }
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)

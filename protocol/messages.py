@@ -129,6 +129,14 @@ from minikafka.protocol.schemas import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
 )
 
 __all__ = [
@@ -187,6 +195,10 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: (AlterClientQuotasRequest, AlterClientQuotasResponse),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+    ApiKey.SHARE_GROUP_DESCRIBE: (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+    ApiKey.SHARE_FETCH: (ShareFetchRequest, ShareFetchResponse),
+    ApiKey.SHARE_ACKNOWLEDGE: (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
 }
 _GENERIC_ENCODE_HEADER = ApiMessage.encode_header
 _FRAME_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id
