@@ -131,15 +131,6 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
 }
 
-#: Served (decoded and handled) but not advertised in ApiVersions yet: KIP-932 share groups while their
-#: end-to-end client tests are not in place. Same versions as Apache Kafka 4.3.1 advertises.
-SERVED_UNADVERTISED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
-    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 2),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
-}
-
 #: Versions advertised but refused (the connection is closed, as Kafka 4 does for Produce v0-2).
 ADVERTISED_ONLY: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 2),
@@ -152,7 +143,7 @@ def is_accepted(api_key: int, api_version: int) -> bool:
         key = ApiKey(api_key)
     except ValueError:
         return False
-    supported = SUPPORTED_VERSIONS.get(key) or SERVED_UNADVERTISED.get(key)
+    supported = SUPPORTED_VERSIONS.get(key)
     if supported is None or not supported[0] <= api_version <= supported[1]:
         return False
     refused = ADVERTISED_ONLY.get(key)

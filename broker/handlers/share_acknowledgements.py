@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.replica_manager import LEADER_EPOCH
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_types import (
@@ -72,4 +71,6 @@ async def acknowledge(
 
 
 def current_leader(cls: Any, ctx: BrokerContext) -> Any:
-    return cls(leader_id=ctx.node_id, leader_epoch=LEADER_EPOCH)
+    """Kafka fills CurrentLeader only for NOT_LEADER_OR_FOLLOWER/FENCED_LEADER_EPOCH, which this single node never
+    answers: the schema's defaults (0, 0), as Kafka sends them."""
+    return cls(leader_id=0, leader_epoch=0)

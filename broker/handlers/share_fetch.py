@@ -7,8 +7,8 @@ the member's acquired records released, nothing fetched; session errors are top-
 acknowledgements (per partition: AcknowledgeErrorCode), then the fetch over the session's partitions: unknown topic
 ids UNKNOWN_TOPIC_ID, unreadable topics TOPIC_AUTHORIZATION_FAILED, the rest acquired by the SharePartitionManager,
 which long-polls up to MaxWaitMs while less than MinBytes was acquired. v2 adds ShareAcquireMode and IsRenewAck
-(a renew-only request fetches nothing). A full (new-session) response lists every session partition, an
-incremental one those with records, errors or acknowledgements."""
+(a renew-only request fetches nothing). The response lists the partitions with records, errors or
+acknowledgements only, new session or not (as Apache Kafka 4.3.1 answers)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     for key in keys:
         data = fetched.get(key, PartitionFetch())
         ack_error, ack_message = ack_errors.get(key, (ErrorCode.NONE, None))
-        if context.kind is not ContextKind.NEW and not (
-                data.acquired or data.error is not ErrorCode.NONE or key in ack_errors):
-            continue
+        if not (data.acquired or data.error is not ErrorCode.NONE or key in ack_errors):
+            continue  # as Kafka: a partition that acquired nothing is left out, even from a new session's answer
         by_topic[key[0]].append(partition_cls(
             partition_index=key[1], error_code=data.error, error_message=data.message,
             acknowledge_error_code=ack_error, acknowledge_error_message=ack_message,
