@@ -180,3 +180,27 @@ def test_acknowledged_state_survives_a_restart(broker: BrokerProcess) -> None:
         # only the released record comes back, one delivery later; the accepted and rejected ones never do
         assert acquired(share_fetch(client, "g3", "m2", 0, tid, max_wait_ms=2000)) == [(2, 2, 2)]
         assert acquired(share_fetch(client, "g3", "m2", 1, tid, max_wait_ms=300)) == []
+
+
+def test_expired_locks_are_redelivered_until_the_delivery_limit_archives(broker_factory: Any) -> None:
+    # The broker's timer releases a lock that ran out (group.share.record.lock.duration.ms) with no request from
+    # the member; after group.share.delivery.count.limit deliveries the record is archived, never delivered again.
+    broker = broker_factory({"group.share.record.lock.duration.ms": "1000",
+                             "group.share.min.record.lock.duration.ms": "1000",
+                             "group.share.delivery.count.limit": "2"})
+    with WireClient(broker.bootstrap) as client:
+        create_topic(client, "q4")
+        tid = topic_id(client, "q4")
+        join(client, "g4", "m", "q4")
+        share_fetch(client, "g4", "m", 0, tid)
+        produce_records(client, "q4", 1)
+        first = share_fetch(client, "g4", "m", 1, tid, max_wait_ms=2000)
+        assert acquired(first) == [(0, 0, 1)] and first.acquisition_lock_timeout_ms == 1000
+        started = time.monotonic()
+        # the long poll is woken by the lock expiring, not by its own timeout
+        second = share_fetch(client, "g4", "m", 2, tid, max_wait_ms=5000)
+        assert acquired(second) == [(0, 0, 2)]
+        assert 0.5 <= time.monotonic() - started < 4
+        time.sleep(1.5)  # the second lock expires: delivery count 2 is the limit, so the record is archived
+        assert acquired(share_fetch(client, "g4", "m", 3, tid, max_wait_ms=1000)) == []
+        assert acquired(share_fetch(client, "g4", "m", 4, tid, max_wait_ms=1500)) == []
