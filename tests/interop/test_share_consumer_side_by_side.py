@@ -173,3 +173,22 @@ def test_two_consumers_share_one_partition(target_bootstrap: str) -> None:
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+@pytest.mark.parametrize("mode", ["explicit", "implicit"])
+def test_java_kafka_share_consumer(target_bootstrap: str, java_client: None, mode: str) -> None:
+    """The same scenario with kafka-clients 4.3.1's KafkaShareConsumer (tests/interop/java ShareConsumerClient)."""
+    import subprocess
+
+    from tests.interop.java_client import LIB_DIR, ensure_built, parse_summary
+
+    topic, group = f"share-java-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(target_bootstrap, topic, 1)
+    jar = ensure_built()
+    done = subprocess.run(["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", "minikafka.interop.ShareConsumerClient",
+                           target_bootstrap, topic, group, mode], capture_output=True, text=True, timeout=150)
+    deliveries = [tuple(d) for d in parse_summary(done, "Java share consumer")["deliveries"]]
+    if mode == "explicit":
+        assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1), ("release", 2)]
+    else:
+        assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1)]
