@@ -62,6 +62,7 @@ from minikafka.broker.handlers import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     txn_offset_commit,
 )
@@ -128,6 +129,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
     ApiKey.SHARE_FETCH: share_fetch.handle,
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.handle,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_describe,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_group_offsets.handle_alter,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_delete,
 }
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)

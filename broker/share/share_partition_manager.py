@@ -128,25 +128,34 @@ class SharePartitionManager:
             now_ms=self.clock.time_ms(),
         )
 
-    def _persist(self, share_partition: SharePartition, batches: list[PersisterStateBatch]) -> ErrorCode:
-        """Write the changed state batches (and the current SPSO) to `__share_group_state`."""
+    def _persist(
+        self, share_partition: SharePartition, batches: list[PersisterStateBatch], start_offset: int | None = None
+    ) -> ErrorCode:
+        """Write the changed state batches to `__share_group_state` with the SPSO as it was before the change
+        (`start_offset`; default: the current one). Kafka writes the state batches first and moves its cached start
+        offset once the write completed, so the moved SPSO is persisted by the next write only, and
+        DescribeShareGroupOffsets shows the older start offset with the records delivered past it."""
         topic_id = uuid.UUID(bytes=share_partition.topic_id)
+        start = share_partition.start_offset if start_offset is None else start_offset
+        complete = share_partition.delivery_complete_count() + (share_partition.start_offset - start)
         try:
             record = self.store.state.write_state(
                 share_partition.group_id, topic_id, share_partition.partition,
                 state_epoch=share_partition.state_epoch, leader_epoch=0,
-                start_offset=share_partition.start_offset,
-                delivery_complete_count=share_partition.delivery_complete_count(),
+                start_offset=start,
+                delivery_complete_count=complete,
                 state_batches=batches, now_ms=self.clock.time_ms())
         except ShareStateError as error:
             log.warning("share state write refused for %s: %s", share_partition.group_id, error)
             return ErrorCode(error.error_code)
         return self.store.write(record)
 
-    def _changed(self, share_partition: SharePartition, batches: list[PersisterStateBatch]) -> None:
+    def _changed(
+        self, share_partition: SharePartition, batches: list[PersisterStateBatch], start_offset: int | None = None
+    ) -> None:
         """Persist, and wake fetchers waiting on this partition (records may be available again)."""
         if batches:
-            self._persist(share_partition, batches)
+            self._persist(share_partition, batches, start_offset)
         topic = self._topic_name(share_partition.topic_id)
         if topic is not None:
             self.replica_manager.purgatory.notify_append((topic, share_partition.partition))
@@ -235,11 +244,12 @@ class SharePartitionManager:
         if not batches:
             return
         aborted = [AbortedTransaction(pid, first) for pid, first in (read.aborted_transactions or [])]
+        start_before = share_partition.start_offset
         result = share_partition.acquire(member_id, fetch_offset, batches, max_fetch_records=max_records,
                                          batch_size=batch_size, acquire_mode=acquire_mode,
                                          aborted_transactions=aborted)
         if result.archived:
-            self._persist(share_partition, result.archived)
+            self._persist(share_partition, result.archived, start_before)
         if not result.acquired_records:
             return
         chunks = [
@@ -257,13 +267,14 @@ class SharePartitionManager:
         """Apply one partition's acknowledgements and persist them before answering."""
         try:
             share_partition = await self.share_partition(group_id, topic, topic_id, partition)
+            start_before = share_partition.start_offset
             writes = share_partition.acknowledge(member_id, batches)
         except ShareAcknowledgeError as error:
             return ErrorCode(error.error_code), error.message
         except KafkaError as error:
             return ErrorCode(error.error_code), str(error) or None
         if writes:
-            error_code = self._persist(share_partition, writes)
+            error_code = self._persist(share_partition, writes, start_before)
             if error_code is not ErrorCode.NONE:
                 return error_code, "The acknowledgement could not be persisted."
             self._changed(share_partition, [])
@@ -278,9 +289,10 @@ class SharePartitionManager:
                 continue
             if partitions is not None and (topic_id.bytes, partition) not in partitions:
                 continue
+            start_before = share_partition.start_offset
             writes = share_partition.release_acquired_records(member_id)
             if writes:
-                self._changed(share_partition, writes)
+                self._changed(share_partition, writes, start_before)
 
     def on_member_left(self, group_id: str, member_id: str) -> None:
         self.sessions.remove(group_id, member_id)
@@ -303,9 +315,10 @@ class SharePartitionManager:
 
     def expire_acquisition_locks(self) -> None:
         for share_partition in self.share_partitions.values():
+            start_before = share_partition.start_offset
             writes = share_partition.expire_acquisition_locks()
             if writes:
-                self._changed(share_partition, writes)
+                self._changed(share_partition, writes, start_before)
 
 
 def _kafka_error(code: ErrorCode, message: str) -> KafkaError:

@@ -371,6 +371,15 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
             "entity": [{"entity_type": "user", "entity_name": "az-user"}],
             "ops": [{"key": "consumer_byte_rate", "value": 1024.0, "remove": False}]}])),
         ("share group", _share_group),
+        ("describe share group offsets", lambda c: send(c, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+            {"group_id": g, "topics": [{"topic_name": t, "partitions": [0]} for t in ("az-open", "az-secret")]}
+            for g in ("az-ghost-sg", "az-grp")])),  # az-sg's state: Kafka initialises it asynchronously
+        ("alter share group offsets", lambda c: send(c, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, group_id="az-sg",
+                                                     topics=[{"topic_name": t, "partitions": [
+                                                         {"partition_index": 0, "start_offset": 0}]}
+                                                         for t in ("az-open", "az-secret")])),
+        ("delete share group offsets", lambda c: send(c, ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id="az-sg",
+                                                      topics=[{"topic_name": t} for t in ("az-open", "az-secret")])),
         ("share group describe", lambda c: send(c, ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=["az-sg", "az-ghost-sg"],
                                                 include_authorized_operations=True)),
     ]
@@ -421,4 +430,5 @@ def covered_api_keys() -> set[ApiKey]:
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
             ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
             ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,  # "share group"
-            ApiKey.SHARE_GROUP_DESCRIBE}
+            ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS}

@@ -142,9 +142,6 @@ NOT_USED_IN_NORMAL_OPERATION = {
     "WriteShareGroupState": "inter-broker: the share coordinator is in-process",
     "DeleteShareGroupState": "inter-broker: the share coordinator is in-process",
     "ReadShareGroupStateSummary": "inter-broker: the share coordinator is in-process",
-    "DescribeShareGroupOffsets": "admin: kafka-share-groups --describe --offsets, not implemented yet (issue 23)",
-    "AlterShareGroupOffsets": "admin: kafka-share-groups --reset-offsets, not implemented yet (issue 23)",
-    "DeleteShareGroupOffsets": "admin: kafka-share-groups --delete-offsets, not implemented yet (issue 23)",
     "StreamsGroupHeartbeat": "KIP-1071 streams groups (Kafka Streams with group.protocol=streams), not implemented",
     "StreamsGroupDescribe": "KIP-1071 streams groups",
 }
