@@ -104,6 +104,7 @@ class KafkaServer:
         )
         self.share_coordinator = ShareCoordinator.for_broker(
             self.config.props, self.group_coordinator, self.replica_manager, admin, self.clock)
+        self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:

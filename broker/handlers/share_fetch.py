@@ -53,7 +53,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         context = share.partitions.sessions.new_context(
             group_id, member_id, request.share_session_epoch,
             [(p.topic_id.bytes, p.partition) for p in requested], forgotten,
-            acknowledgements_present=has_acks, connection_id=session.client_address)
+            acknowledgements_present=has_acks, connection_id=session.connection_id or session.client_address)
     except ShareSessionError as error:
         return _error(cls, ErrorCode(error.error_code), str(error))
     is_renew_ack = bool(request.is_renew_ack) if version >= 2 else False

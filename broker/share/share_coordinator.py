@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from minikafka.broker.admin_manager import AdminManager
     from minikafka.broker.groups.group_coordinator import GroupCoordinator
     from minikafka.broker.replica_manager import ReplicaManager
+    from minikafka.broker.session import Session
     from minikafka.broker.share.share_state_store import ShareStateStore
 
 __all__ = ["SHARE_PROTOCOL_TYPE", "ShareCoordinator"]
@@ -178,6 +179,17 @@ class ShareCoordinator:
         if not records:
             return ErrorCode.NONE
         return self.group_coordinator.manager._append(group.group_id, records)
+
+    # -- connections -----------------------------------------------------------------------------------------
+    def on_disconnect(self, session: Session) -> None:
+        """A client connection closed: the share session opened on it ends and its member's acquired records go
+        back to the group at once, as Kafka's connection-disconnect listener does (not when their locks expire)."""
+        if not session.connection_id:
+            return
+        ended = self.partitions.sessions.on_disconnect(session.connection_id)
+        if ended is not None:
+            self.partitions.release_member(ended.group_id, ended.member_id, list(ended.partitions))
+            self.arm_timer()
 
     # -- DeleteGroups ----------------------------------------------------------------------------------------
     def delete_group(self, group_id: str) -> ErrorCode:

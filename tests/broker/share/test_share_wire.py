@@ -204,3 +204,20 @@ def test_expired_locks_are_redelivered_until_the_delivery_limit_archives(broker_
         time.sleep(1.5)  # the second lock expires: delivery count 2 is the limit, so the record is archived
         assert acquired(share_fetch(client, "g4", "m", 3, tid, max_wait_ms=1000)) == []
         assert acquired(share_fetch(client, "g4", "m", 4, tid, max_wait_ms=1500)) == []
+
+
+def test_a_closed_connection_ends_its_share_session_and_releases_at_once(broker: BrokerProcess) -> None:
+    # Kafka's connection-disconnect listener: the records a crashed client held come back now, not after the
+    # 30 s acquisition lock
+    with WireClient(broker.bootstrap) as admin:
+        create_topic(admin, "q5")
+        tid = topic_id(admin, "q5")
+        with WireClient(broker.bootstrap) as first:
+            join(first, "g5", "m1", "q5")
+            share_fetch(first, "g5", "m1", 0, tid)
+            produce_records(admin, "q5", 2)
+            assert acquired(share_fetch(first, "g5", "m1", 1, tid, max_wait_ms=2000)) == [(0, 1, 1)]
+        join(admin, "g5", "m2", "q5")
+        started = time.monotonic()
+        assert acquired(share_fetch(admin, "g5", "m2", 0, tid, max_wait_ms=5000)) == [(0, 1, 2)]
+        assert time.monotonic() - started < 4
