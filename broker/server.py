@@ -39,6 +39,7 @@ from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.ssl_factory import create_server_context
 from minikafka.broker.share.share_coordinator import ShareCoordinator
+from minikafka.broker.share.share_metrics import ShareGroupCollector
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
 from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -105,6 +106,7 @@ class KafkaServer:
         self.share_coordinator = ShareCoordinator.for_broker(
             self.config.props, self.group_coordinator, self.replica_manager, admin, self.clock)
         self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
+        self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:

@@ -221,3 +221,28 @@ def test_a_closed_connection_ends_its_share_session_and_releases_at_once(broker:
         started = time.monotonic()
         assert acquired(share_fetch(admin, "g5", "m2", 0, tid, max_wait_ms=5000)) == [(0, 1, 2)]
         assert time.monotonic() - started < 4
+
+
+def test_share_metrics_count_sessions_in_flight_and_archived_records() -> None:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from minikafka.testing.mini_kafka import MiniKafka
+
+    with MiniKafka() as mini, WireClient(mini.bootstrap_servers) as client:
+        create_topic(client, "q6")
+        tid = topic_id(client, "q6")
+        join(client, "g6", "m", "q6")
+        share_fetch(client, "g6", "m", 0, tid)
+        produce_records(client, "q6", 3)
+        assert acquired(share_fetch(client, "g6", "m", 1, tid, max_wait_ms=2000)) == [(0, 2, 1)]
+        share_ack(client, "g6", "m", 2, tid, [(1, 1, [REJECT])])  # 0 and 2 in flight, 1 archived
+        with urllib.request.urlopen(mini.metrics_url, timeout=10) as response:
+            families = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+        samples = {(f, tuple(sorted(s.labels.items()))): s.value for f, fam in families.items() for s in fam.samples}
+        assert samples[("kafka_server_sharesessioncache_sharesessionscount", ())] == 1
+        assert samples[("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                        (("group", "g6"), ("partition", "0"), ("topic", "q6")))] == 2
+        assert samples[("minikafka_share_group_records", (("group", "g6"), ("state", "archived")))] == 1
+        assert samples[("minikafka_share_group_records", (("group", "g6"), ("state", "in_flight")))] == 2
