@@ -192,3 +192,33 @@ def test_java_kafka_share_consumer(target_bootstrap: str, java_client: None, mod
         assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1), ("release", 2)]
     else:
         assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1)]
+
+
+def test_the_delivery_count_limit_archives_a_record_released_every_time(target_bootstrap: str) -> None:
+    """group.share.delivery.count.limit (5 on both brokers): a record released on every delivery is delivered five
+    times, then archived and never delivered again; its neighbour is accepted once."""
+    from confluent_kafka import AcknowledgeType
+
+    topic, group = f"share-limit-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(target_bootstrap, topic, 1)
+    producer = _producer(target_bootstrap)
+    consumer = _consumer(target_bootstrap, group, "explicit")
+    consumer.subscribe([topic])
+    try:
+        _warm_up([consumer], producer, topic, explicit=True)
+        _produce(producer, topic, [b"poison"])
+        _produce(producer, topic, [b"fine"])
+        deliveries: list[tuple[bytes, int]] = []
+        quiet_until = time.monotonic() + 30
+        while time.monotonic() < quiet_until:
+            for message in consumer.poll(0.5):
+                assert message.error() is None, message.error()
+                deliveries.append((message.value(), message.delivery_count()))
+                poison = message.value() == b"poison"
+                consumer.acknowledge(message, AcknowledgeType.RELEASE if poison else AcknowledgeType.ACCEPT)
+                if poison and message.delivery_count() == 5:
+                    quiet_until = time.monotonic() + 5
+            consumer.commit_sync()
+        assert sorted(deliveries) == [(b"fine", 1)] + [(b"poison", n) for n in range(1, 6)]
+    finally:
+        consumer.close()

@@ -9,6 +9,8 @@ import time
 import uuid
 from typing import Any
 
+import pytest
+
 from kafka.protocol.admin.groups import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import MetadataRequest
 
@@ -164,7 +166,8 @@ def test_long_poll_waits_for_an_append_and_two_members_share_one_partition(broke
         assert not offsets_a & offsets_b and offsets_a | offsets_b == {0, 1, 2, 3}
 
 
-def test_acknowledged_state_survives_a_restart(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("stop", ["sigterm", "kill9"])
+def test_acknowledged_state_survives_a_restart(broker: BrokerProcess, stop: str) -> None:
     with WireClient(broker.bootstrap) as client:
         create_topic(client, "q3")
         tid = topic_id(client, "q3")
@@ -173,7 +176,10 @@ def test_acknowledged_state_survives_a_restart(broker: BrokerProcess) -> None:
         produce_records(client, "q3", 4)
         assert acquired(share_fetch(client, "g3", "m", 1, tid, max_wait_ms=2000)) == [(0, 3, 1)]
         share_ack(client, "g3", "m", 2, tid, [(0, 3, [ACCEPT, REJECT, RELEASE, ACCEPT])])
-    broker.stop()
+    if stop == "kill9":
+        broker.kill9()
+    else:
+        broker.stop()
     broker.start()
     with WireClient(broker.bootstrap) as client:
         join(client, "g3", "m2", "q3")
