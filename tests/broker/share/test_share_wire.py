@@ -10,7 +10,6 @@ import uuid
 from typing import Any
 
 import pytest
-
 from kafka.protocol.admin.groups import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import MetadataRequest
 
