@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 SharePartitionKey = tuple[str, uuid.UUID, int]
 _READ_UNCOMMITTED = 0
 _READ_COMMITTED = 1
+_READ_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -223,9 +224,13 @@ class SharePartitionManager:
     ) -> None:
         fetch_offset = share_partition.next_fetch_offset()
         read_committed = share_partition.config.isolation_level is IsolationLevel.READ_COMMITTED
-        request = FetchPartitionRequest(topic, share_partition.partition, fetch_offset, max_bytes)
+        # At most max_records are acquired: reading the client's whole MaxBytes (50 MiB by default) to hand out a
+        # few hundred records costs a copy of everything behind them. 1 MiB (max.partition.fetch.bytes' default)
+        # per read; a larger first batch is still read whole (KIP-74), and the client fetches again for more.
+        read_bytes = min(max_bytes, _READ_BYTES)
+        request = FetchPartitionRequest(topic, share_partition.partition, fetch_offset, read_bytes)
         reads, _total = self.replica_manager.read_partitions(
-            [request], max_bytes, _READ_COMMITTED if read_committed else _READ_UNCOMMITTED)
+            [request], read_bytes, _READ_COMMITTED if read_committed else _READ_UNCOMMITTED)
         read = reads[(topic, share_partition.partition)]
         if read.error is not None:
             raise read.error
