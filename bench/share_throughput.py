@@ -76,10 +76,11 @@ def run(bootstrap: str, pid: int, records: int, consumers: int) -> dict[str, Any
                     member.acknowledge(message, AcknowledgeType.ACCEPT)
                     continue
                 member.acknowledge(message, AcknowledgeType.ACCEPT)
+                offset = int(message.offset() or 0)
                 with lock:
-                    if message.offset() in offsets:
+                    if offset in offsets:
                         duplicates[0] += 1
-                    offsets.add(message.offset())
+                    offsets.add(offset)
                     seen[index] += 1
                     if len(offsets) >= records:
                         done.set()
