@@ -59,6 +59,9 @@ GOALS: dict[str, tuple[str, str]] = {
                          "every Produce within 100 ms"),
     "index-memory": ("index memory, many segments (issue 28)", "<= 1.2x the index files' size"),
     "static-join": ("two static members joining a new group at delay 0 (issue 30)", "one rebalance, as on Kafka"),
+    "share-throughput": ("share group, one partition, 1 KiB records, explicit ACCEPT (issue 23)",
+                         ">= 1x Apache Kafka's records/s at <= 1x its broker CPU"),
+    "share-kill-loop": ("share consumption under kill -9 (issue 23)", "nothing acknowledged delivered again"),
 }
 
 

@@ -15,6 +15,7 @@ from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
+from minikafka.broker.share.share_coordinator import ShareCoordinator
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.storage.producer_id_manager import ProducerIdManager
 
@@ -29,6 +30,8 @@ class BrokerContext:
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
     fetch_manager: FetchManager
+    #: Share groups (KIP-932): membership, share partitions, share sessions; None in handler-level tests.
+    share_coordinator: ShareCoordinator | None = None
     #: The ACL authorizer (`authorizer.class.name`); None: authorization is off, every request is allowed.
     authorizer: StandardAuthorizer | None = None
     #: SCRAM credentials (AlterUserScramCredentials, SCRAM authentication); in memory unless loaded from a log dir.

@@ -62,6 +62,11 @@ from minikafka.broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     txn_offset_commit,
 )
@@ -125,6 +130,13 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat.handle,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
+    ApiKey.SHARE_FETCH: share_fetch.handle,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.handle,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_describe,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_group_offsets.handle_alter,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_delete,
 }
 
 missing = set(SUPPORTED_VERSIONS) - set(HANDLERS)

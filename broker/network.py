@@ -39,6 +39,7 @@ import contextlib
 import contextvars
 import enum
 import functools
+import itertools
 import logging
 import ssl
 import time
@@ -184,6 +185,9 @@ class SocketServer:
         self._idle = asyncio.Event()
         self._idle.set()
         self._stopping = False
+        self._connection_ids = itertools.count()
+        #: called with a connection's Session once it closed (share sessions end with their connection)
+        self.disconnect_listeners: list[Callable[[Session], None]] = []
 
     async def bind(self) -> None:
         """Open every listener's socket (not accepting yet); a port 0 gets a free port (see `bound_ports`)."""
@@ -234,9 +238,11 @@ class SocketServer:
             return
         client = self._clients[task] = _Client(ip, task)
         _CURRENT_CLIENT.set(client)  # this task's context only
+        session: Session | None = None
         try:
             session = Session(self._principal(listener, conn), ip, listener.endpoint.listener_name,
-                              listener.endpoint.security_protocol)
+                              listener.endpoint.security_protocol,
+                              connection_id=f"{ip}:{peer[1] if peer else 0}-{next(self._connection_ids)}")
             await self._serve(conn, client, listener, session)
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", peer, exc)
@@ -251,6 +257,12 @@ class SocketServer:
         finally:
             del self._clients[task]
             self.quotas.release(ip)
+            if session is not None:
+                for on_disconnect in self.disconnect_listeners:
+                    try:
+                        on_disconnect(session)
+                    except Exception:
+                        log.exception("a disconnect listener failed for %s", peer)
             conn.close()
             with contextlib.suppress(Exception):
                 await conn.wait_closed()

@@ -38,6 +38,8 @@ from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.ssl_factory import create_server_context
+from minikafka.broker.share.share_coordinator import ShareCoordinator
+from minikafka.broker.share.share_metrics import ShareGroupCollector
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
 from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -84,6 +86,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.share_coordinator: ShareCoordinator | None = None
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
@@ -100,6 +103,10 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator.for_broker(
             self.config.props, self.replica_manager, admin, self.clock
         )
+        self.share_coordinator = ShareCoordinator.for_broker(
+            self.config.props, self.group_coordinator, self.replica_manager, admin, self.clock)
+        self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
+        self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:
@@ -125,6 +132,7 @@ class KafkaServer:
             admin=admin,
             producer_ids=producer_ids,
             group_coordinator=self.group_coordinator,
+            share_coordinator=self.share_coordinator,
             txn_coordinator=self.txn_coordinator,
             fetch_manager=self.fetch_manager,
             authorizer=authorizer,
@@ -190,6 +198,12 @@ class KafkaServer:
     async def _load_groups(self) -> None:
         assert self.group_coordinator is not None
         started = self.clock.monotonic_ms()
+        if self.share_coordinator is not None:
+            try:
+                await self.share_coordinator.load_state()
+            except Exception:
+                log.exception("Loading share-partition state from __share_group_state failed; share fetches get "
+                              "COORDINATOR_LOAD_IN_PROGRESS until restart")
         try:
             await self.group_coordinator.startup()
         except Exception:
@@ -200,6 +214,8 @@ class KafkaServer:
             return
         log.info("Loaded %d consumer groups in %d ms", len(self.group_coordinator.manager.groups),
                  self.clock.monotonic_ms() - started)
+        if self.share_coordinator is not None:
+            self.share_coordinator.on_groups_loaded()
 
     @property
     def port(self) -> int:
@@ -325,6 +341,8 @@ class KafkaServer:
             self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.share_coordinator is not None:
+            self.share_coordinator.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
         if self.admin_http is not None:

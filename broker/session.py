@@ -37,6 +37,8 @@ class Session:
     client_address: str
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
+    #: unique per client connection (Kafka's connectionId: what a share session is bound to); "" off the socket
+    connection_id: str = ""
 
 
 #: The session of requests that did not come over a socket (tests that call a handler directly).

@@ -125,10 +125,24 @@ from minikafka.protocol.errors import ProtocolError
 from minikafka.protocol.fetch_response import FetchResponse as EncodedFetchResponse
 from minikafka.protocol.produce_response import ProduceResponse as EncodedProduceResponse
 from minikafka.protocol.schemas import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
 )
 
 __all__ = [
@@ -187,6 +201,13 @@ _PAIRS: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: (AlterClientQuotasRequest, AlterClientQuotasResponse),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+    ApiKey.SHARE_GROUP_DESCRIBE: (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+    ApiKey.SHARE_FETCH: (ShareFetchRequest, ShareFetchResponse),
+    ApiKey.SHARE_ACKNOWLEDGE: (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
 }
 _GENERIC_ENCODE_HEADER = ApiMessage.encode_header
 _FRAME_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id

@@ -47,7 +47,7 @@ class WireClient:
         request.with_header(correlation_id=self._correlation_id, client_id="wire-test")
         self.sock.sendall(bytes(request.encode(header=True, framed=True)))
         frame = self.read_frame()
-        cls = response_class or request.header.get_response_class()
+        cls = response_class if response_class is not None else request.header.get_response_class()
         response = cls.decode(frame, header=True)
         assert response.header.correlation_id == self._correlation_id
         return response

@@ -36,6 +36,8 @@ from minikafka.broker.groups.group_metadata import (
 )
 from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
 from minikafka.broker.groups.pending_txn_offsets import PendingTxnOffsets
+from minikafka.broker.share.share_group import ShareGroup
+from minikafka.broker.share.share_group_records import replay as replay_share_group_record
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
 from minikafka.storage.clock import Clock
@@ -59,6 +61,8 @@ class GroupMetadataManager(CoordinatorPartitions):
         self.groups: dict[str, GroupMetadata] = {}
         #: KIP-848 consumer groups (their committed offsets stay in `groups`, in a shell without members).
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: KIP-932 share groups, served by the ShareCoordinator; their records are replayed here on load.
+        self.share_groups: dict[str, ShareGroup] = {}
         self.pending_txn_offsets = PendingTxnOffsets()
 
     # -- cache -------------------------------------------------------------------------------------------
@@ -246,8 +250,9 @@ class GroupMetadataManager(CoordinatorPartitions):
                     elif isinstance(key, GroupMetadataKey):
                         value = None if record.value is None else decode_group_metadata_value(record.value)
                         metadata[key.group] = value
-                    elif key is None:
-                        replay_consumer_group_record(self.consumer_groups, record.key, record.value)
+                    elif key is None and not replay_consumer_group_record(
+                            self.consumer_groups, record.key, record.value):
+                        replay_share_group_record(self.share_groups, record.key, record.value)
                 except (ValueError, UnicodeDecodeError):
                     log.warning("skipping an undecodable record in __consumer_offsets-%d", partition)
         for producer_id, txn_offsets in pending.items():

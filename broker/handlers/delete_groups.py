@@ -1,5 +1,6 @@
 """DeleteGroups (key 42), v0-2: only Empty groups (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for
-unknown ones); their offsets and metadata are tombstoned in `__consumer_offsets`."""
+unknown ones); their offsets and metadata are tombstoned in `__consumer_offsets`. A share group's records are
+tombstoned too, and its share partitions' state in `__share_group_state`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ from minikafka.protocol.messages import response_class
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     names = list(event.request.groups_names)
     deletable = authorized_names(ctx, session, AclOperation.DELETE, ResourceType.GROUP, names)
-    results = ctx.group_coordinator.offsets.handle_delete_groups([name for name in names if name in deletable])
+    share = ctx.share_coordinator
+    share_names = {name for name in names if share is not None and name in share.groups and name in deletable}
+    results = ctx.group_coordinator.offsets.handle_delete_groups(
+        [name for name in names if name in deletable and name not in share_names])
+    if share is not None:
+        results.update({name: share.delete_group(name) for name in share_names})
     results.update({name: ErrorCode.GROUP_AUTHORIZATION_FAILED for name in names if name not in deletable})
     cls = response_class(ApiKey.DELETE_GROUPS, event.api_version)
     return cls(

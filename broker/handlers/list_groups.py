@@ -1,4 +1,5 @@
-"""ListGroups (key 16), v0-5: every live classic and consumer (KIP-848) group; v4 filters by state, v5 by type."""
+"""ListGroups (key 16), v0-5: every live classic, consumer (KIP-848) and share (KIP-932) group; v4 filters by
+state, v5 by type (a share group is listed with protocol type "share" and type "share", as Kafka 4.3 lists it)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     states = request.states_filter if version >= 4 else ()
     types = request.types_filter if version >= 5 else ()
     error, groups = ctx.group_coordinator.offsets.handle_list_groups(states or (), types or ())
+    share = ctx.share_coordinator
+    if share is not None and not error:
+        state_filter = {state.lower() for state in states or ()}
+        type_filter = {kind.lower() for kind in types or ()}
+        if not type_filter or "share" in type_filter:
+            groups = groups + [
+                (group_id, "share", group.state.value, "share") for group_id, group in share.groups.items()
+                if not state_filter or group.state.value.lower() in state_filter]
     if not authorize_cluster(ctx, session, AclOperation.DESCRIBE):  # else only the groups it may describe
         describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP,
                                        (group[0] for group in groups))

@@ -38,6 +38,7 @@ NARROW_GRANTS = [
     (GROUP, "az-grp", LITERAL, "User:carol", "*", READ, ALLOW),
     (GROUP, "az-cg", LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
     (GROUP, "az-rx", LITERAL, "User:carol", "*", READ, ALLOW),
+    (GROUP, "az-sg", LITERAL, "User:carol", "*", READ, ALLOW),
     (TRANSACTIONAL_ID, TXN_ID, LITERAL, "User:carol", "*", WRITE, ALLOW),
     (TRANSACTIONAL_ID, ONGOING_TXN_ID, LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
     (CLUSTER, "kafka-cluster", LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
@@ -181,6 +182,37 @@ def _heartbeat_until_assigned(client: WireClient, group: str, **subscription: An
     return answer
 
 
+def _share_group(client: WireClient) -> Any:
+    """A share-group member of az-sg: join subscribed to a topic carol may not describe, then to one she may, a
+    ShareFetch opening its session over a readable and an unreadable topic, a ShareAcknowledge on that
+    session and one with a wrong epoch, then leave; the error codes and the fetch answer."""
+    member_id = str(uuid.uuid4())
+    answers: list[Any] = []
+    for topics in (["az-secret"], ["az-open"]):
+        joined = send(client, ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="az-sg", member_id=member_id, member_epoch=0,
+                      subscribed_topic_names=topics)
+        answers.append(joined.error_code)
+    ids = client_topic_ids(client)[:2]  # Kafka 4.3.1 answers UNKNOWN_SERVER_ERROR to an unknown topic id here
+    answers.append(send(client, ApiKey.SHARE_FETCH, 1, group_id="az-sg", member_id=member_id, share_session_epoch=0,
+                        max_wait_ms=0, min_bytes=1, max_bytes=100_000, max_records=10, batch_size=10,
+                        topics=[{"topic_id": topic_id, "partitions": [{"partition_index": 0}]} for topic_id in ids],
+                        forgotten_topics_data=[]))
+    for epoch in (1, 7):
+        answers.append(send(client, ApiKey.SHARE_ACKNOWLEDGE, 1, group_id="az-sg", member_id=member_id,
+                            share_session_epoch=epoch, topics=[]).error_code)
+    answers.append(send(client, ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="az-sg", member_id=member_id,
+                        member_epoch=-1).error_code)
+    return answers
+
+
+def client_topic_ids(client: WireClient) -> list[uuid.UUID | None]:
+    """Set by `probes` per broker: the ids of az-open, az-secret and a ghost topic."""
+    return _SHARE_TOPIC_IDS
+
+
+_SHARE_TOPIC_IDS: list[uuid.UUID | None] = []
+
+
 def _fetch(client: WireClient, version: int, topics: list[dict[str, Any]], replica_id: int = -1) -> Any:
     return send(client, ApiKey.FETCH, version, replica_id=replica_id, max_wait_ms=0, min_bytes=0,
                 max_bytes=1_000_000, isolation_level=0, session_id=0, session_epoch=-1, topics=topics)
@@ -195,6 +227,7 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
     """(label, request) for every advertised API; each returns the raw answer (or an already reduced value)."""
     every = [*TOPICS, "az-ghost"]
     by_id = [ctx.id_of("az-open"), ctx.id_of("az-secret"), ctx.ghost_id]
+    _SHARE_TOPIC_IDS[:] = by_id
     tp0 = [{"partition_index": 0}]
 
     def txn_verify(client: WireClient) -> Any:
@@ -337,6 +370,18 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
         ("alter client quotas", lambda c: send(c, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=True, entries=[{
             "entity": [{"entity_type": "user", "entity_name": "az-user"}],
             "ops": [{"key": "consumer_byte_rate", "value": 1024.0, "remove": False}]}])),
+        ("share group", _share_group),
+        ("describe share group offsets", lambda c: send(c, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+            {"group_id": g, "topics": [{"topic_name": t, "partitions": [0]} for t in ("az-open", "az-secret")]}
+            for g in ("az-ghost-sg", "az-grp")])),  # az-sg's state: Kafka initialises it asynchronously
+        ("alter share group offsets", lambda c: send(c, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, group_id="az-sg",
+                                                     topics=[{"topic_name": t, "partitions": [
+                                                         {"partition_index": 0, "start_offset": 0}]}
+                                                         for t in ("az-open", "az-secret")])),
+        ("delete share group offsets", lambda c: send(c, ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id="az-sg",
+                                                      topics=[{"topic_name": t} for t in ("az-open", "az-secret")])),
+        ("share group describe", lambda c: send(c, ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=["az-sg", "az-ghost-sg"],
+                                                include_authorized_operations=True)),
     ]
 
 
@@ -383,4 +428,7 @@ def covered_api_keys() -> set[ApiKey]:
             ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_PRODUCERS, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,  # every login
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-            ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS}
+            ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
+            ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,  # "share group"
+            ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS}

@@ -1,0 +1,200 @@
+"""DescribeShareGroupOffsets (key 90, v0-1), AlterShareGroupOffsets (91, v0) and DeleteShareGroupOffsets (92, v0):
+a share group's start offsets per partition, as `kafka-share-groups --describe`, `--reset-offsets` and
+`--delete-offsets` use them (KIP-932), answered from the share coordinator's `__share_group_state`.
+
+As Kafka 4.3.1's GroupCoordinatorService: Describe with null topics lists every partition the group has state for;
+a topic that does not exist answers start offset -1 (absence, not an error); v1 adds the lag, the log end offset
+minus the start offset minus the records already delivered past it (-1 while not initialised). Alter and Delete
+need an empty group (NON_EMPTY_GROUP otherwise) and write the new state (a fresh ShareSnapshot at the new start
+offset with the state epoch bumped; tombstones) before answering. Authorization: DESCRIBE (Describe), READ
+(Alter) or DELETE (Delete) on the group, DESCRIBE/READ on each topic."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from minikafka.broker.context import BrokerContext
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
+from minikafka.broker.session import Session
+from minikafka.broker.share.share_coordinator import ShareCoordinator
+from minikafka.broker.share.share_coordinator_state import ShareStateError
+from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET
+from minikafka.protocol.api_keys import ApiKey
+from minikafka.protocol.connection import RequestReceived
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import response_class
+
+ZERO_UUID = uuid.UUID(int=0)
+_UNINITIALIZED_LAG = -1
+_UNINITIALIZED_DELIVERY_COMPLETE_COUNT = -1
+
+
+async def handle_describe(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
+    request = event.request
+    version = event.api_version
+    cls = response_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, version)
+    group_cls = cls.DescribeShareGroupOffsetsResponseGroup
+    topic_cls = group_cls.DescribeShareGroupOffsetsResponseTopic
+    partition_cls = topic_cls.DescribeShareGroupOffsetsResponsePartition
+    share = ctx.share_coordinator
+    groups = []
+    for group in request.groups:
+        if not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+            groups.append(group_cls(group_id=group.group_id, topics=[],
+                                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None))
+            continue
+        status = ctx.group_coordinator.validate_group_status(group.group_id)
+        if share is None or status is not ErrorCode.NONE:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if share is None else status
+            groups.append(group_cls(group_id=group.group_id, topics=[], error_code=error, error_message=None))
+            continue
+        wanted = _wanted(share, group.group_id, group.topics)
+        describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, list(wanted))
+        topics = []
+        for name, partitions in wanted.items():
+            metadata = ctx.replica_manager.topic(name)
+            if metadata is None:
+                topics.append(topic_cls(topic_name=name, topic_id=ZERO_UUID, partitions=[
+                    partition_cls(partition_index=p, start_offset=UNINITIALIZED_START_OFFSET, leader_epoch=0,
+                                  lag=_UNINITIALIZED_LAG, error_code=0, error_message=None) for p in partitions]))
+                continue
+            if name not in describable:  # as Kafka: no topic id for a topic the caller may not describe
+                topics.append(topic_cls(topic_name=name, topic_id=ZERO_UUID, partitions=[
+                    partition_cls(partition_index=p, start_offset=UNINITIALIZED_START_OFFSET, leader_epoch=0,
+                                  lag=_UNINITIALIZED_LAG, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=None) for p in partitions]))
+                continue
+            topics.append(topic_cls(topic_name=name, topic_id=metadata.topic_id, partitions=[
+                _describe_partition(ctx, share, partition_cls, group.group_id, name, metadata.topic_id, p)
+                for p in partitions]))
+        groups.append(group_cls(group_id=group.group_id, topics=topics, error_code=0, error_message=None))
+    return cls(throttle_time_ms=0, groups=groups)
+
+
+def _wanted(share: ShareCoordinator, group_id: str, topics: Any) -> dict[str, list[int]]:
+    if topics is not None:
+        return {t.topic_name: list(t.partitions) for t in topics}
+    names = {topic_id: name for name, (topic_id, _count) in share.topics_image().items()}
+    wanted: dict[str, list[int]] = {}
+    for group, topic_id, partition in sorted(share.partitions.store.state.share_partitions(), key=str):
+        if group == group_id and topic_id in names:
+            wanted.setdefault(names[topic_id], []).append(partition)
+    return {name: sorted(partitions) for name, partitions in wanted.items()}
+
+
+def _describe_partition(ctx: BrokerContext, share: ShareCoordinator, partition_cls: Any, group_id: str, topic: str,
+                        topic_id: uuid.UUID, partition: int) -> Any:
+    state = share.partitions.store.state.state(group_id, topic_id, partition)
+    start = UNINITIALIZED_START_OFFSET if state is None else state.start_offset
+    lag = _UNINITIALIZED_LAG
+    if state is not None and start != UNINITIALIZED_START_OFFSET \
+            and state.delivery_complete_count != _UNINITIALIZED_DELIVERY_COMPLETE_COUNT:
+        try:
+            end = ctx.replica_manager.log_for(topic, partition).high_watermark
+        except Exception:
+            end = None
+        if end is not None:
+            lag = end - start - state.delivery_complete_count
+    return partition_cls(partition_index=partition, start_offset=start, leader_epoch=0 if state is None
+                         else state.leader_epoch, lag=lag, error_code=0, error_message=None)
+
+
+async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS, event.api_version)
+    topic_cls = cls.AlterShareGroupOffsetsResponseTopic
+    partition_cls = topic_cls.AlterShareGroupOffsetsResponsePartition
+    share = ctx.share_coordinator
+    error = _group_error(ctx, session, share, request.group_id, AclOperation.READ)
+    if error is not None:
+        return cls(throttle_time_ms=0, error_code=error[0], error_message=error[1], responses=[])
+    assert share is not None
+    topics = list(request.topics or ())
+    readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
+    responses = []
+    now_ms = share.clock.time_ms()
+    for topic in topics:
+        metadata = ctx.replica_manager.topic(topic.topic_name)
+        results = []
+        for partition in topic.partitions:
+            code, message = ErrorCode.NONE, None
+            if topic.topic_name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                code, message = _reset(share, request.group_id, metadata.topic_id, partition.partition_index,
+                                       partition.start_offset, now_ms)
+            results.append(partition_cls(partition_index=partition.partition_index, error_code=code,
+                                         error_message=message))
+        responses.append(topic_cls(topic_name=topic.topic_name,
+                                   topic_id=metadata.topic_id if metadata else ZERO_UUID, partitions=results))
+    return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+
+
+def _reset(share: ShareCoordinator, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
+           now_ms: int) -> tuple[ErrorCode, str | None]:
+    store = share.partitions.store
+    current = store.state.state(group_id, topic_id, partition)
+    try:
+        record = store.state.initialize_state(group_id, topic_id, partition,
+                                              state_epoch=0 if current is None else current.state_epoch + 1,
+                                              start_offset=start_offset, now_ms=now_ms)
+    except ShareStateError as error:
+        return ErrorCode(error.error_code), str(error)
+    code = store.write(record)
+    share.partitions.share_partitions.pop((group_id, topic_id, partition), None)  # reloaded at its next fetch
+    return code, None
+
+
+async def handle_delete(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
+    request = event.request
+    cls = response_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS, event.api_version)
+    topic_cls = cls.DeleteShareGroupOffsetsResponseTopic
+    share = ctx.share_coordinator
+    error = _group_error(ctx, session, share, request.group_id, AclOperation.DELETE)
+    if error is not None:
+        return cls(throttle_time_ms=0, error_code=error[0], error_message=error[1], responses=[])
+    assert share is not None
+    topics = list(request.topics or ())
+    readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
+    responses = []
+    for topic in topics:
+        metadata = ctx.replica_manager.topic(topic.topic_name)
+        code = ErrorCode.NONE
+        if topic.topic_name not in readable:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif metadata is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            store = share.partitions.store
+            for key in [k for k in store.state.share_partitions()
+                        if k[0] == request.group_id and k[1] == metadata.topic_id]:
+                written = store.write(store.state.delete_state(*key))
+                share.partitions.share_partitions.pop(key, None)
+                if written is not ErrorCode.NONE:
+                    code = written
+        responses.append(topic_cls(topic_name=topic.topic_name, topic_id=metadata.topic_id if metadata else ZERO_UUID,
+                                   error_code=code, error_message=None))
+    return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+
+
+def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator | None, group_id: str,
+                 operation: AclOperation) -> tuple[ErrorCode, str | None] | None:
+    if not authorize(ctx, session, operation, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    status = ctx.group_coordinator.validate_group_status(group_id)
+    if share is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+    if status is not ErrorCode.NONE:
+        return status, None
+    manager = ctx.group_coordinator.manager
+    if group_id in manager.consumer_groups or group_id in manager.groups:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    group = share.groups.get(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
+    return None

@@ -1,0 +1,330 @@
+"""`SharePartitionManager`: the share partitions of every share group on this broker and what ShareFetch and
+ShareAcknowledge do with them, as Apache Kafka 4.3.1's `SharePartitionManager` and `DelayedShareFetch` do.
+
+A share partition is loaded on first use from the share coordinator's state (`__share_group_state`, replayed by
+`ShareStateStore`); one the group never read is initialised at the offset `share.auto.offset.reset` gives and that
+snapshot is written first. Every acknowledgement, release, lock expiry and archive is written to
+`__share_group_state` before the request is answered, so a restart (or kill -9) loses no acknowledgement and
+redelivers nothing acknowledged. A fetch acquires records for the member from the log; with nothing to hand out
+it waits (Kafka's DelayedShareFetch: MaxWaitMs, MinBytes) until an append to one of its partitions, a release or
+an expired lock wakes it (the fetch purgatory). Event-loop thread only; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from minikafka.broker.replica_manager import FetchPartitionRequest
+from minikafka.broker.share.auto_offset_reset import resolve_start_offset
+from minikafka.broker.share.share_coordinator_state import ShareStateError, load_share_partition
+from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET, SharePartition
+from minikafka.broker.share.share_session_cache import ShareSessionCache
+from minikafka.broker.share.share_types import (
+    AbortedTransaction,
+    AcknowledgementBatch,
+    AcquiredRecords,
+    FetchedBatch,
+    IsolationLevel,
+    PersisterStateBatch,
+    ShareAcknowledgeError,
+    ShareAcquireMode,
+    ShareGroupConfig,
+)
+from minikafka.protocol.errors import ERROR_CLASSES, CoordinatorLoadInProgressError, ErrorCode, KafkaError
+from minikafka.protocol.records import CONTROL_TYPE_ABORT, iter_batches, parse_control_record_type
+from minikafka.storage.clock import Clock
+
+if TYPE_CHECKING:
+    from minikafka.broker.replica_manager import ReplicaManager
+    from minikafka.broker.share.share_coordinator import ShareCoordinator
+    from minikafka.broker.share.share_state_store import ShareStateStore
+
+__all__ = ["PartitionFetch", "SharePartitionManager"]
+
+log = logging.getLogger(__name__)
+
+SharePartitionKey = tuple[str, uuid.UUID, int]
+_READ_UNCOMMITTED = 0
+_READ_COMMITTED = 1
+_READ_BYTES = 1024 * 1024
+
+
+@dataclass(slots=True)
+class PartitionFetch:
+    """What one partition contributes to a ShareFetch response."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    records: bytes = b""
+    acquired: list[AcquiredRecords] = field(default_factory=list)
+
+
+class SharePartitionManager:
+    """Share partitions, their persistence and the ShareFetch/ShareAcknowledge operations. See the module doc."""
+
+    def __init__(
+        self, coordinator: ShareCoordinator, replica_manager: ReplicaManager, store: ShareStateStore, clock: Clock
+    ) -> None:
+        self.coordinator = coordinator
+        self.replica_manager = replica_manager
+        self.store = store
+        self.clock = clock
+        self.sessions = ShareSessionCache(coordinator.broker_config["group.share.max.share.sessions"])
+        self.share_partitions: dict[SharePartitionKey, SharePartition] = {}
+        #: set once `__share_group_state` is loaded (ShareCoordinator.load_state)
+        self.loaded = False
+
+    # -- loading and persisting ------------------------------------------------------------------------------
+    async def share_partition(self, group_id: str, topic: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
+        """The loaded share partition (initialised and persisted on first use); KafkaError if it cannot be."""
+        key = (group_id, topic_id, partition)
+        share_partition = self.share_partitions.get(key)
+        if share_partition is not None:
+            return share_partition
+        if not self.loaded:
+            raise CoordinatorLoadInProgressError("The share coordinator is loading __share_group_state.")
+        await self.store.ensure_topic()
+        config = self.coordinator.settings(group_id).partition
+        share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
+                                         clock_ms=self.clock.time_ms)
+        state = self.store.state.state(group_id, topic_id, partition)
+        resolved = UNINITIALIZED_START_OFFSET
+        if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
+            resolved = self._resolve_start_offset(config, topic, partition)
+            try:
+                record = self.store.state.initialize_state(
+                    group_id, topic_id, partition, state_epoch=0 if state is None else state.state_epoch,
+                    start_offset=resolved, now_ms=self.clock.time_ms())
+            except ShareStateError as error:
+                raise KafkaError(str(error)) from error
+            error_code = self.store.write(record)
+            if error_code is not ErrorCode.NONE:
+                raise _kafka_error(error_code, "could not initialise the share partition's state")
+            state = self.store.state.state(group_id, topic_id, partition)
+            assert state is not None
+        load_share_partition(share_partition, state, resolved_start_offset=resolved)
+        log_start = self.replica_manager.log_start_offset(topic, partition)
+        if share_partition.on_log_start_offset(log_start):
+            self._persist(share_partition, [])
+        self.share_partitions[key] = share_partition
+        return share_partition
+
+    def _resolve_start_offset(self, config: ShareGroupConfig, topic: str, partition: int) -> int:
+        log = self.replica_manager.log_for(topic, partition)
+
+        def by_time(timestamp_ms: int) -> int | None:
+            offset, _timestamp = self.replica_manager.offset_for_timestamp(topic, partition, timestamp_ms)
+            return None if offset < 0 else offset
+
+        return resolve_start_offset(
+            config.auto_offset_reset,
+            earliest_offset=log.log_start_offset,
+            latest_offset=log.high_watermark,
+            offset_for_timestamp=by_time,
+            now_ms=self.clock.time_ms(),
+        )
+
+    def _persist(
+        self, share_partition: SharePartition, batches: list[PersisterStateBatch], start_offset: int | None = None
+    ) -> ErrorCode:
+        """Write the changed state batches to `__share_group_state` with the SPSO as it was before the change
+        (`start_offset`; default: the current one). Kafka writes the state batches first and moves its cached start
+        offset once the write completed, so the moved SPSO is persisted by the next write only, and
+        DescribeShareGroupOffsets shows the older start offset with the records delivered past it."""
+        topic_id = uuid.UUID(bytes=share_partition.topic_id)
+        start = share_partition.start_offset if start_offset is None else start_offset
+        complete = share_partition.delivery_complete_count() + (share_partition.start_offset - start)
+        try:
+            record = self.store.state.write_state(
+                share_partition.group_id, topic_id, share_partition.partition,
+                state_epoch=share_partition.state_epoch, leader_epoch=0,
+                start_offset=start,
+                delivery_complete_count=complete,
+                state_batches=batches, now_ms=self.clock.time_ms())
+        except ShareStateError as error:
+            log.warning("share state write refused for %s: %s", share_partition.group_id, error)
+            return ErrorCode(error.error_code)
+        return self.store.write(record)
+
+    def _changed(
+        self, share_partition: SharePartition, batches: list[PersisterStateBatch], start_offset: int | None = None
+    ) -> None:
+        """Persist, and wake fetchers waiting on this partition (records may be available again)."""
+        if batches:
+            self._persist(share_partition, batches, start_offset)
+        topic = self._topic_name(share_partition.topic_id)
+        if topic is not None:
+            self.replica_manager.purgatory.notify_append((topic, share_partition.partition))
+
+    def _topic_name(self, topic_id: bytes) -> str | None:
+        return self.replica_manager.topic_names_by_id().get(uuid.UUID(bytes=topic_id))
+
+    # -- ShareFetch --------------------------------------------------------------------------------------------
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Sequence[tuple[str, uuid.UUID, int]],
+        *,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        max_records: int,
+        batch_size: int,
+        acquire_mode: ShareAcquireMode,
+    ) -> dict[tuple[uuid.UUID, int], PartitionFetch]:
+        """Acquire records for the member from `partitions` (topic name, id, index), waiting up to `max_wait_ms`
+        while fewer than `min_bytes` were acquired."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, max_wait_ms) / 1000
+        results: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
+        while True:
+            total_bytes = 0
+            remaining_records = max_records if max_records > 0 else 500
+            for topic, topic_id, partition in partitions:
+                fetched = results.setdefault((topic_id, partition), PartitionFetch())
+                if fetched.error is not ErrorCode.NONE or remaining_records <= 0:
+                    continue
+                try:
+                    share_partition = await self.share_partition(group_id, topic, topic_id, partition)
+                    self._acquire(share_partition, member_id, topic, fetched, remaining_records, max_bytes,
+                                  batch_size, acquire_mode)
+                except KafkaError as error:
+                    fetched.error = ErrorCode(error.error_code)
+                    fetched.message = str(error) or None
+                    continue
+                remaining_records -= sum(a.count for a in fetched.acquired)
+                total_bytes += len(fetched.records)
+            acquired_any = any(f.acquired for f in results.values())
+            errors = any(f.error is not ErrorCode.NONE for f in results.values())
+            remaining_ms = int((deadline - loop.time()) * 1000)
+            if (acquired_any and total_bytes >= min_bytes) or errors or remaining_ms <= 0 or not partitions:
+                self.coordinator.arm_timer()
+                return results
+            if acquired_any and remaining_ms <= 0:
+                return results
+            await self.replica_manager.purgatory.wait_for_append(
+                [(topic, partition) for topic, _id, partition in partitions], remaining_ms)
+
+    def _acquire(
+        self,
+        share_partition: SharePartition,
+        member_id: str,
+        topic: str,
+        fetched: PartitionFetch,
+        max_records: int,
+        max_bytes: int,
+        batch_size: int,
+        acquire_mode: ShareAcquireMode,
+    ) -> None:
+        fetch_offset = share_partition.next_fetch_offset()
+        read_committed = share_partition.config.isolation_level is IsolationLevel.READ_COMMITTED
+        # At most max_records are acquired: reading the client's whole MaxBytes (50 MiB by default) to hand out a
+        # few hundred records costs a copy of everything behind them. 1 MiB (max.partition.fetch.bytes' default)
+        # per read; a larger first batch is still read whole (KIP-74), and the client fetches again for more.
+        read_bytes = min(max_bytes, _READ_BYTES)
+        request = FetchPartitionRequest(topic, share_partition.partition, fetch_offset, read_bytes)
+        reads, _total = self.replica_manager.read_partitions(
+            [request], read_bytes, _READ_COMMITTED if read_committed else _READ_UNCOMMITTED)
+        read = reads[(topic, share_partition.partition)]
+        if read.error is not None:
+            raise read.error
+        data = bytes(read.records)
+        batches = []
+        positions = []
+        for batch in iter_batches(data):
+            abort_marker = False
+            if batch.is_control:
+                records = list(batch.records())
+                abort_marker = bool(records) and parse_control_record_type(records[0].key) == CONTROL_TYPE_ABORT
+            batches.append(FetchedBatch(batch.base_offset, batch.last_offset, batch.producer_id,
+                                        batch.is_transactional, batch.is_control, abort_marker))
+            positions.append((batch.position, batch.position + batch.size_bytes, batch.base_offset,
+                              batch.last_offset))
+        if not batches:
+            return
+        aborted = [AbortedTransaction(pid, first) for pid, first in (read.aborted_transactions or [])]
+        start_before = share_partition.start_offset
+        result = share_partition.acquire(member_id, fetch_offset, batches, max_fetch_records=max_records,
+                                         batch_size=batch_size, acquire_mode=acquire_mode,
+                                         aborted_transactions=aborted)
+        if result.archived:
+            self._persist(share_partition, result.archived, start_before)
+        if not result.acquired_records:
+            return
+        chunks = [
+            data[start:end] for start, end, first, last in positions
+            if any(a.first_offset <= last and first <= a.last_offset for a in result.acquired_records)
+        ]
+        fetched.records += b"".join(chunks)
+        fetched.acquired.extend(result.acquired_records)
+
+    # -- acknowledgements ------------------------------------------------------------------------------------
+    async def acknowledge(
+        self, group_id: str, member_id: str, topic: str, topic_id: uuid.UUID, partition: int,
+        batches: Sequence[AcknowledgementBatch],
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply one partition's acknowledgements and persist them before answering."""
+        try:
+            share_partition = await self.share_partition(group_id, topic, topic_id, partition)
+            start_before = share_partition.start_offset
+            writes = share_partition.acknowledge(member_id, batches)
+        except ShareAcknowledgeError as error:
+            return ErrorCode(error.error_code), error.message
+        except KafkaError as error:
+            return ErrorCode(error.error_code), str(error) or None
+        if writes:
+            error_code = self._persist(share_partition, writes, start_before)
+            if error_code is not ErrorCode.NONE:
+                return error_code, "The acknowledgement could not be persisted."
+            self._changed(share_partition, [])
+        return ErrorCode.NONE, None
+
+    def release_member(
+        self, group_id: str, member_id: str, partitions: Sequence[tuple[bytes, int]] | None = None
+    ) -> None:
+        """The member closed its share session or left the group: its acquired records go back (persisted)."""
+        for (group, topic_id, partition), share_partition in self.share_partitions.items():
+            if group != group_id:
+                continue
+            if partitions is not None and (topic_id.bytes, partition) not in partitions:
+                continue
+            start_before = share_partition.start_offset
+            writes = share_partition.release_acquired_records(member_id)
+            if writes:
+                self._changed(share_partition, writes, start_before)
+
+    def on_member_left(self, group_id: str, member_id: str) -> None:
+        self.sessions.remove(group_id, member_id)
+        self.release_member(group_id, member_id)
+
+    def on_group_config(self, group_id: str, config: ShareGroupConfig) -> None:
+        for (group, _topic_id, _partition), share_partition in self.share_partitions.items():
+            if group == group_id:
+                share_partition.config = config
+
+    def delete_group_state(self, group_id: str) -> None:
+        for key in [k for k in self.store.state.share_partitions() if k[0] == group_id]:
+            self.store.write(self.store.state.delete_state(*key))
+            self.share_partitions.pop(key, None)
+
+    # -- locks -------------------------------------------------------------------------------------------------
+    def next_lock_deadline_ms(self) -> int | None:
+        deadlines = [d for d in (p.next_lock_deadline_ms() for p in self.share_partitions.values()) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def expire_acquisition_locks(self) -> None:
+        for share_partition in self.share_partitions.values():
+            start_before = share_partition.start_offset
+            writes = share_partition.expire_acquisition_locks()
+            if writes:
+                self._changed(share_partition, writes, start_before)
+
+
+def _kafka_error(code: ErrorCode, message: str) -> KafkaError:
+    return ERROR_CLASSES.get(code, KafkaError)(message)
