@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterator
 from typing import ClassVar
 
 from minikafka.broker.groups.coordinator_partitions import CoordinatorPartitions
@@ -60,7 +61,8 @@ class ShareStateStore(CoordinatorPartitions):
             self.state.replay(key, value)
         return error
 
-    def load_partition(self, partition: int) -> None:
+    def load_partition(self, partition: int) -> Iterator[None]:
+        """Replay one partition, yielding after each record (`load_all` runs the load in slices)."""
         for _offset, (key_bytes, value_bytes) in iter_records(self.topic, partition, _LOAD_BUFFER_BYTES):
             try:
                 key = decode_key(key_bytes)
@@ -68,3 +70,4 @@ class ShareStateStore(CoordinatorPartitions):
                 self.state.replay(key, value)
             except (ValueError, UnicodeDecodeError):
                 log.warning("skipping an undecodable record in %s-%d", SHARE_GROUP_STATE_TOPIC, partition)
+            yield
