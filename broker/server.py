@@ -36,6 +36,7 @@ from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.ssl_factory import create_server_context
+from minikafka.broker.startup_error import bind_error
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
 from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -140,7 +141,11 @@ class KafkaServer:
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
-            await self.admin_http.start()
+            try:
+                await self.admin_http.start()
+            except OSError as error:
+                raise bind_error("minikafka.metrics.port", str(metrics_port), error,
+                                 "choose another port (0: any free one, -1: no metrics/admin HTTP)") from None
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
