@@ -152,3 +152,21 @@ def test_version_and_help_defaults() -> None:
                                capture_output=True, text=True, timeout=30, env={**os.environ, "COLUMNS": "200"})
     assert "(default: http://127.0.0.1:9404)" in help_text.stdout
     assert "(default: 300.0)" in help_text.stdout
+
+
+def test_a_missing_compiled_speedup_is_warned_about_with_its_cost(tmp_path: Path) -> None:
+    blocked = "aiokafka.record._crecords.default_records"
+    with socket.socket() as squatter:  # the broker warns, then stops at the taken port (no need to serve)
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        args = ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{squatter.getsockname()[1]}",
+                "--override", "minikafka.metrics.port=0", "--override", "log.dirs=data"]
+        code = (f"import sys; sys.modules[{blocked!r}] = None; from minikafka.broker.__main__ import main; "
+                f"sys.exit(main({args!r}))")
+        without = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=30)
+        with_all = serve(*args[1:], cwd=tmp_path)
+    warnings = [line for line in without.stderr.splitlines() if " WARNING " in line]
+    assert len(warnings) == 1, without.stderr
+    assert blocked in warnings[0] and "half the produce throughput" in warnings[0]
+    assert " WARNING " not in with_all.stderr, "this interpreter has every speed-up"
