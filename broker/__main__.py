@@ -226,8 +226,8 @@ def _exact_compaction(args: argparse.Namespace) -> int:
 
     planners = list(entry_points(group=EXACT_COMPACTION_GROUP))
     if not planners:
-        print("minikafka compact --exact: no planner installed; install the Spark extra: "
-              "pip install 'minikafka[spark]'", file=sys.stderr)
+        print("minikafka compact --exact: no planner installed; install the Spark extra from your clone of "
+              "minikafka: pip install './minikafka[spark]' (minikafka is not on a package index)", file=sys.stderr)
         return 2
     exit_code: int = planners[0].load()(args)
     return exit_code

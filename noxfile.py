@@ -1,0 +1,50 @@
+"""`make test-pythons`: the suite without its Java and Spark parts on the other supported Pythons (3.12, 3.13).
+
+`make test` stays on the .venv's Python (3.11). Each interpreter gets its own virtualenv under `.nox/`, reused
+between runs; it installs minikafka (not editable: what a user's `pip install` gets) with the `[test]` extra
+minus PySpark, deltalake and the linters. Before the tests, the session checks that the compiled speed-ups
+(aiokafka's Cython record code, uvloop) import on that Python: without them the broker still works but falls back
+to pure Python at about half the produce throughput, which the tests alone would not notice.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import nox
+
+PYTHONS = ["3.12", "3.13"]
+#: test extras the Java- and Spark-free part of the suite does not import
+_NOT_NEEDED = ("pyspark", "deltalake", "ruff", "mypy", "import-linter", "nox")
+#: the Java (Apache Kafka, Java clients, Kafka's CLI tools) and Spark parts of the suite
+PYTEST_ARGS = [
+    "--ignore=tests/interop",
+    "--ignore=tests/pipeline",
+    "--ignore=tests/docker",
+    "--ignore=tests/storage/test_dump_log_interop.py",
+    "-m", "not interop and not slow",
+    "-k", "not apache",  # the side-by-side `target` parameter that starts Apache Kafka
+    "-p", "no:cacheprovider",
+    "-q", "-ra", "-n", "2", "--dist", "loadfile",
+]
+SPEEDUPS_CHECK = (
+    "import aiokafka.record._crecords.default_records, uvloop, crc32c; "
+    "import sys; print('compiled speed-ups present on', sys.version.split()[0])"
+)
+
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+def _test_requirements() -> list[str]:
+    extras = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    return [spec for spec in extras["test"] if not spec.startswith(_NOT_NEEDED)]
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    session.install(".", *_test_requirements())
+    session.run("python", "-c", SPEEDUPS_CHECK)
+    # `nox -s tests -- tests/protocol -n 0`: other paths or pytest options in place of the whole suite
+    session.run("python", "-m", "pytest", *PYTEST_ARGS, *(session.posargs or ["tests"]))
