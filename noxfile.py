@@ -1,10 +1,11 @@
 """`make test-pythons`: the suite without its Java and Spark parts on the other supported Pythons (3.12, 3.13).
 
 `make test` stays on the .venv's Python (3.11). Each interpreter gets its own virtualenv under `.nox/`, reused
-between runs; it installs minikafka (not editable: what a user's `pip install` gets) with the `[test]` extra
-minus PySpark, deltalake and the linters. Before the tests, the session checks that the compiled speed-ups
-(aiokafka's Cython record code, uvloop) import on that Python: without them the broker still works but falls back
-to pure Python at about half the produce throughput, which the tests alone would not notice.
+between runs; it installs minikafka editable, as the .venv has it (tests/test_packaging.py builds and checks the
+wheel itself), with the `[test]` extra minus PySpark, deltalake, the linters and nox. Before the tests, the session
+checks that the compiled speed-ups (aiokafka's Cython record code, uvloop) import on that Python: without them the
+broker still works but falls back to pure Python at about half the produce throughput, which the tests alone would
+not notice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ PYTEST_ARGS = [
     "-m", "not interop and not slow",
     "-k", "not apache",  # the side-by-side `target` parameter that starts Apache Kafka
     "-p", "no:cacheprovider",
-    "-q", "-ra", "-n", "2", "--dist", "loadfile",
+    "-q", "-ra", "--durations=15", "-n", "2", "--dist", "loadfile",
 ]
 SPEEDUPS_CHECK = (
     "import aiokafka.record._crecords.default_records, uvloop, crc32c; "
@@ -44,7 +45,7 @@ def _test_requirements() -> list[str]:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    session.install(".", *_test_requirements())
+    session.install("-e", ".", *_test_requirements())
     session.run("python", "-c", SPEEDUPS_CHECK)
     # `nox -s tests -- tests/protocol -n 0`: other paths or pytest options in place of the whole suite
     session.run("python", "-m", "pytest", *PYTEST_ARGS, *(session.posargs or ["tests"]))

@@ -16,6 +16,7 @@ Options (command line, or the same name with underscores in the `[pytest]` ini s
 from __future__ import annotations
 
 import re
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -151,7 +152,23 @@ def minikafka_topic(request: pytest.FixtureRequest, _minikafka_admin: Any) -> It
 
     yield create
     if created:
-        _minikafka_admin.delete_topics(created, raise_errors=False)
+        _delete_topics(_minikafka_admin, created)
+
+
+def _delete_topics(admin: Any, topics: list[str], timeout_s: float = 15.0) -> None:
+    """DeleteTopics, retried while the admin client reconnects (a test may have restarted the broker: kafka-python
+    then refuses requests to the node until its reconnect backoff has passed)."""
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.delete_topics(topics, raise_errors=False)
+            return
+        except KafkaError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def unique_topic_name(test_name: str) -> str:
