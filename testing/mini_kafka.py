@@ -58,7 +58,7 @@ class BrokerStartError(RuntimeError):
 class UnknownConfigWarning(UserWarning):
     """A config given to `MiniKafka` (or `--minikafka-config`) that the broker does not know and ignores: a typo,
     most likely. `MiniKafka(strict_config=True)`, `--minikafka-strict-config` or
-    `-W error::minikafka.testing.UnknownConfigWarning` make it an error."""
+    pytest's `-W error::minikafka.testing.UnknownConfigWarning` (or a filterwarnings entry) make it an error."""
 
 
 def free_port() -> int:
@@ -259,7 +259,11 @@ class MiniKafka:
             if self.strict_config:
                 self.stop()
                 raise BrokerStartError(message)
-            warnings.warn(message, UnknownConfigWarning, stacklevel=4)
+            try:
+                warnings.warn(message, UnknownConfigWarning, stacklevel=4)
+            except UnknownConfigWarning:  # a warnings filter made it an error: no broker left behind
+                self.stop()
+                raise
 
     def _port_was_taken(self, log_offset: int) -> bool:
         return "address already in use" in self.log_tail(log_offset).lower()
