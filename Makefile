@@ -18,7 +18,7 @@ PYENV_BINS := $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versio
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-pythons lint typecheck contracts pytest clean
+.PHONY: run test test-pythons lint typecheck contracts docs pytest test-container clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,8 @@ run: $(STAMP)
 		--override log.dirs=$(DATA_DIR) \
 		--override minikafka.metrics.port=$(METRICS_PORT)
 
-## make test: lint, import contracts, type checks, then the whole test suite
-test: lint contracts typecheck pytest
+## make test: lint, import contracts, type checks, the docs site, then the whole test suite
+test: lint contracts typecheck docs pytest
 
 ## make test-pythons: the suite without its Java and Spark parts on Python 3.12 and 3.13 (noxfile.py)
 test-pythons: $(TEST_STAMP)
@@ -58,8 +58,19 @@ typecheck: $(TEST_STAMP)
 	for p in $(PACKAGES); do ln -sfn ../../../$$p $(MYPY_PATH)/minikafka/$$p; done
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy
 
+## make docs: the site in build/site (docs/, reference pages generated from the code); any warning, e.g. a broken
+## link or anchor, fails it. Not --quiet: MkDocs counts for --strict only the warnings it logs. The two variables
+## silence the MkDocs-2 notices that Material and a plugin print on every build (DESIGN.md: the docs site).
+docs: $(TEST_STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
+
 pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile
+
+## make test-container: build docker/Dockerfile's image with podman (base image from Debian's packages, cached;
+## nothing pulled) and test it running (tests/docker/test_container.py; skips with the reason without podman)
+test-container: $(TEST_STAMP)
+	MINIKAFKA_CONTAINER_TESTS=1 $(BIN)/python -m pytest -q -ra --durations=10 -p no:xdist tests/docker/test_container.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -41,14 +41,18 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 
-def _test_requirements() -> list[str]:
+def _test_requirements() -> tuple[str, list[str]]:
+    """minikafka's own extras the test extra names (`minikafka[docs]`), and the other requirements."""
     extras = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    return [spec for spec in extras["test"] if not spec.startswith(_NOT_NEEDED)]
+    wanted = [spec for spec in extras["test"] if not spec.startswith(_NOT_NEEDED)]
+    own = [spec.removeprefix("minikafka[").rstrip("]") for spec in wanted if spec.startswith("minikafka[")]
+    return ",".join(own), [spec for spec in wanted if not spec.startswith("minikafka[")]
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    session.install("-e", ".", *_test_requirements())
+    own_extras, requirements = _test_requirements()
+    session.install("-e", f".[{own_extras}]" if own_extras else ".", *requirements)
     session.run("python", "-c", SPEEDUPS_CHECK)
     # `nox -s tests -- tests/protocol -n 0`: other paths or pytest options in place of the whole suite
     session.run("python", "-m", "pytest", *PYTEST_ARGS, *(session.posargs or ["tests"]))

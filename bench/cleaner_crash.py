@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.crash_checks import CompactedLogModel, CompactedRecord, killed_inside_cleaning_round, read_cleaner_checkpoint
+from bench.results_log import append_results, result
 from tests.broker_process import BrokerProcess
 
 TOPIC = "crash"
@@ -162,6 +163,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--keys", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="minikafka-crash-") as tmp:
         started = time.monotonic()
@@ -169,6 +171,10 @@ def main() -> None:
     print(f"iterations: {report.iterations}, kills inside a cleaning round: {report.kills_during_a_round}, "
           f"rounds completed between kills: {report.rounds_completed}, keys acked: {report.records_acked}, "
           f"{time.monotonic() - started:.0f}s")
+    if not args.no_record:
+        append_results([result(
+            "cleaner-crash-safety", "violations after kill -9 during cleaning", len(report.failures), "violations",
+            note=f"{report.iterations} kills, {report.kills_during_a_round} inside a round")])
     if report.failures:
         print("FAILURES:\n  " + "\n  ".join(report.failures))
         raise SystemExit(1)

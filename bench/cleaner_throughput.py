@@ -25,9 +25,9 @@ runs the issue-14 matrix at a modest size: values 100 B and 1 KiB x batches of 8
 and lz4 (`--records` records per data set, a fifth of them for 1-record batches; keys = records / 10; segments
 sized to hold two batches, at least 1 MiB).
 
-Printed and appended to BENCHMARKS.md: records/s and MB/s per cleaner thread for both, their ratios, the measured
-records per batch of the segments, and offset-map keys per MiB (ours from OffsetMap.capacity, Kafka's
-0.9 x 2^20 / 24).
+Printed and appended to bench/results/ (results.jsonl, HISTORY.md): records/s and MB/s per cleaner thread
+for both, their ratios, the measured records per batch of the segments, and offset-map keys per MiB (ours from
+OffsetMap.capacity, Kafka's 0.9 x 2^20 / 24).
 """
 
 from __future__ import annotations
@@ -46,17 +46,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import bench.apache_kafka as apache_kafka
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT
+import tests.apache_kafka as apache_kafka
 from bench.machine import machine_description
+from bench.results_log import HISTORY_MD, RESULTS_FILE, BenchResult, append_history, append_results, result
 from minikafka.cleaner.cleaner import Cleaner
 from minikafka.cleaner.offset_map import KAFKA_SLOT_BYTES, OffsetMap
 from minikafka.protocol.records import iter_batches
 from minikafka.storage.clock import SystemClock
 from minikafka.storage.log_segment import LogSegment
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
+BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 TOPIC = "cleaner-bench"
 WARMUP_TOPIC = "cleaner-bench-warmup"
 DEDUPE_BUFFER_BYTES = 128 * 1024 * 1024
@@ -426,7 +427,6 @@ def table(results: list[Result]) -> str:
 
 def record(command: str, rendered: str, details: list[str], notes: list[str], repeat: int) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
     section = [f"\n## Log cleaner throughput, {stamp}\n",
                f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
                f"- machine: {machine_description()}; the 2 CPUs are shared with other engineers' work "
@@ -440,7 +440,23 @@ def record(command: str, rendered: str, details: list[str], notes: list[str], re
                "'Beginning cleaning' to the statistics block)",
                *[f"- {note}" for note in notes], "", rendered, "", "<details><summary>statistics blocks</summary>",
                "", "```", *details, "```", "</details>", ""]
-    BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
+    append_history("\n".join(section))
+
+
+def cleaner_results(results: list[Result], command: str) -> list[BenchResult]:
+    """records/s per thread of every data set against Kafka's, and the map density, for results.jsonl."""
+    figures = []
+    for data, apache, ours, (per_batch, codecs) in results:
+        if ours is None:
+            continue
+        goal = "cleaner-shapes" if "--shapes" in command else "cleaner-throughput"
+        figures.append(result(goal, f"records/s per thread, {data.label}", ours.records_per_s, "records/s",
+                              apache.records_per_s if apache else None, command=command,
+                              note=f"{per_batch:,.1f} records per batch ({codecs})"))
+    ours_kpm, kafka_kpm = keys_per_mib()
+    figures.append(result("offset-map-density", f"offset-map keys per MiB (load factor {LOAD_FACTOR})", ours_kpm,
+                          "keys/MiB", kafka_kpm, command=command))
+    return figures
 
 
 SHAPE_VALUE_BYTES = (100, 1024)
@@ -501,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--no-kafka-warmup", action="store_true",
                         help="measure Kafka's first round in a fresh JVM (no warm-up topic cleaned first)")
-    parser.add_argument("--note", action="append", default=[], help="extra line for BENCHMARKS.md")
+    parser.add_argument("--note", action="append", default=[], help="extra line for the write-up in HISTORY.md")
     args = parser.parse_args(argv)
     command = "python -m bench.cleaner_throughput " + shlex.join(sys.argv[1:] if argv is None else argv)
     results: list[Result] = []
@@ -545,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     print(rendered)
     if not args.no_record:
         record(command, rendered, details, args.note, args.repeat)
-        print(f"appended to {BENCHMARKS_MD}")
+        append_results(cleaner_results(results, command))
+        print(f"appended to {BENCHMARKS_MD} and {RESULTS_FILE}")
     return 0
 
 

@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import ensure_kafka_jars
 from bench.proc_cpu import process_tree
 from bench.throughput import Case, create_topic, minikafka_server, run_consumer_perf, run_producer_perf
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import ensure_kafka_jars
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

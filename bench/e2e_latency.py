@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT
 from bench.machine import machine_description
 from bench.proc_cpu import tree_cpu_seconds
+from bench.results_log import HISTORY_MD, BenchResult, append_history, append_results, result
+from tests.kafka_jars import KAFKA_VERSION
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
+BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 _STAMP = struct.Struct(">qq")  # record index, produce() time in CLOCK_MONOTONIC nanoseconds
 
 
@@ -166,6 +167,17 @@ def latency_table(settings: LatencySettings, results: dict[str, LatencyResult]) 
     return "\n".join(lines)
 
 
+def latency_results(settings: LatencySettings, results: dict[str, LatencyResult], command: str) -> list[BenchResult]:
+    """p50, p99 and p99.9 of minikafka against Apache Kafka's, for bench/results/results.jsonl."""
+    ours, theirs = results.get("minikafka"), results.get("apache")
+    if ours is None:
+        return []
+    label = f"{settings.rate:,} msg/s of {settings.record_bytes} B"
+    return [result("e2e-latency", f"{name} latency, {label}", ours.percentile(q), "ms",
+                   None if theirs is None else theirs.percentile(q), command=command)
+            for name, q in (("p99", 0.99), ("p99.9", 0.999), ("p50", 0.5)) if ours.percentile(q) == ours.percentile(q)]
+
+
 LOAD_DESCRIPTION = (
     "load: confluent-kafka producer in a child process (open loop, linger.ms=0) and a confluent-kafka assign() "
     "consumer in the bench process (librdkafka fetch defaults), one-partition topic; latency = poll() return "
@@ -175,9 +187,9 @@ LOAD_DESCRIPTION = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.apache_kafka import ApacheKafka
-    from bench.kafka_jars import ensure_kafka_jars
     from bench.throughput import minikafka_server
+    from tests.apache_kafka import ApacheKafka
+    from tests.kafka_jars import ensure_kafka_jars
 
     parser = argparse.ArgumentParser(prog="python -m bench.e2e_latency", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="measured seconds per broker")
@@ -186,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--warm-up-seconds", type=float, default=3.0)
     parser.add_argument("--only", choices=["apache", "minikafka"], default=None)
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     settings = LatencySettings(args.seconds, args.rate, args.record_bytes, args.acks, args.warm_up_seconds)
     command = "python -m bench.e2e_latency " + shlex.join(sys.argv[1:] if argv is None else argv)
@@ -211,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after)",
                    f"- Apache Kafka {KAFKA_VERSION} (single KRaft node, -Xmx512m) and minikafka, one after the other",
                    f"- {LOAD_DESCRIPTION}", "", rendered, ""]
-        with open(BENCHMARKS_MD, "a") as out:
-            out.write("\n".join(section))
+        append_history("\n".join(section))
+        append_results(latency_results(settings, results, command))
     return 0
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_description
+from bench.results_log import append_results, result
 from minikafka.testing import MiniKafka
 
 REPO = Path(__file__).resolve().parents[1]
@@ -422,6 +423,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100k records over 20k keys")
     parser.add_argument("--spark-memory", default="2g", help="spark.driver.memory")
     parser.add_argument("--work-dir", type=Path, default=None, help="keep the broker's data and log here")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args()
     if args.quick:
         args.records, args.keys = 100_000, 20_000
@@ -457,6 +459,17 @@ def main() -> None:
     print(f"\n{args.records:,} records over {args.keys:,} keys, {args.value_bytes} B values, map of ~3,400 keys "
           f"(1 MiB + 1 dedupe buffer, load factor 0.05); load average at the end {os.getloadavg()[0]:.2f}\n")
     print(report(exact, ordinary, spark_start_s))
+    if not args.no_record:
+        exact_s = exact.plan_seconds + exact.apply_seconds
+        shape = f"{args.records:,} records, {args.keys:,} keys"
+        problem_counts = f"; problems: exact {len(exact.problems)}, ordinary {len(ordinary.problems)}"
+        append_results([
+            result("exact-compaction", f"exact round time vs ordinary rounds ({shape})", exact_s, "s",
+                   note=f"ordinary: {ordinary.rounds} rounds in {ordinary.seconds:.1f} s{problem_counts}"),
+            result("exact-compaction", f"speed-up of exact over ordinary compaction ({shape})",
+                   ordinary.seconds / exact_s if exact_s > 0 else float("nan"), "x"),
+            result("exact-compaction", f"cleaner bytes written, ordinary / exact ({shape})",
+                   ordinary.cleaner_bytes_written / max(1, exact.cleaner_bytes_written), "x")])
     for outcome in (exact, ordinary):
         for problem in outcome.problems:
             print(f"{outcome.name}: PROBLEM: {problem}")

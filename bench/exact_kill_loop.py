@@ -58,6 +58,7 @@ from typing import Any
 
 from bench.crash_checks import CompactedLogModel, CompactedRecord, read_cleaner_checkpoint
 from bench.machine import machine_description
+from bench.results_log import append_results, result
 from minikafka.testing import MiniKafka
 from tests.cleaner.retained_offset_plans import latest_offsets, write_plan
 
@@ -406,6 +407,7 @@ def main() -> None:
                         help="checker sensitivity: submit plans missing every 100th offset (must be reported)")
     parser.add_argument("--keep-going", action="store_true", help="do not stop at the first violation")
     parser.add_argument("--work-dir", type=Path, default=None, help="keep the data dir and broker log here")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args()
     print(f"machine: {machine_description()}; load average {os.getloadavg()[0]:.2f}", flush=True)
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="minikafka-exact-kill-"))
@@ -420,6 +422,11 @@ def main() -> None:
           f"{time.monotonic() - started:.0f} s; load average {os.getloadavg()[0]:.2f}")
     for refused in report.refused[:10]:
         print(f"  refused: {refused}")
+    if not args.no_record and not args.sabotage_plan:
+        append_results([result(
+            "exact-kill-loop", f"violations after {report.iterations} kill -9s", len(report.violations),
+            "violations", note=f"{report.kills_inside_round} kills inside an exact round, "
+                               f"{report.late_plans_submitted} late plans")])
     if report.violations:
         print(f"VIOLATIONS ({len(report.violations)}), data dir kept in {work_dir}:\n  " +
               "\n  ".join(report.violations[:30]))

@@ -62,6 +62,7 @@ from bench.kill_loop_workload import (
     run_workload,
 )
 from bench.machine import machine_description
+from bench.results_log import append_results, result
 from minikafka.testing import BrokerStartError, MiniKafka
 
 BROKER_CONFIG: dict[str, str | int] = {
@@ -284,6 +285,7 @@ def main() -> None:
     parser.add_argument("--no-snapshot", action="store_true", help="do not copy the data dir after each kill")
     parser.add_argument("--keep-going", action="store_true", help="continue after a violation")
     parser.add_argument("--progress-every", type=int, default=25)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args()
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="minikafka-kill-loop-"))
     settings = RunSettings(args.kills, args.max_minutes, args.seed, work_dir, args.keys, args.plain_rate,
@@ -294,6 +296,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # stop the broker on `kill PID` (SIGINT is ignored under nohup &)
     model, violations, wall_s = run(settings)
     print(_summary(model, violations, wall_s, settings), flush=True)
+    if not args.no_record:
+        c = model.counts
+        append_results([result(
+            "kill-loop", f"violations after {c.kills:,} kill -9s", len(violations), "violations",
+            note=f"{c.kills_in_cleaning_round} kills inside a cleaning round, {c.kills_in_transaction} inside a "
+                 f"transaction; {c.plain_acked + c.comp_acked + c.txn_records_acked:,} acknowledged records, "
+                 f"{c.group_commits_acked:,} group commits, {c.txn_committed:,} committed / {c.txn_aborted:,} "
+                 f"aborted transactions checked; {wall_s:.0f} s")])
     if violations:
         print("VIOLATIONS:\n  " + "\n  ".join(violations), flush=True)
         raise SystemExit(1)

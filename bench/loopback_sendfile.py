@@ -9,7 +9,7 @@ path does, with uvloop's writev). CPU = the sending thread's CPU time (`time.thr
 holds the kernel's delivery of the segments to the receiving socket. Prints each round and the medians.
 
 Kafka serves plaintext fetches with sendfile; on this project's machine that costs the sender more CPU than the
-copy (BENCHMARKS.md, 2026-11-24), which is why minikafka's Fetch path reads the segment bytes instead.
+copy (bench/results/HISTORY.md, 2026-11-24), which is why minikafka's Fetch path reads the segment bytes instead.
 """
 
 from __future__ import annotations

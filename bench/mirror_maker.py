@@ -17,16 +17,16 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from bench import jvm_process
-from bench.jvm_process import JvmProcess
-from bench.kafka_jars import (
+from minikafka.pipeline.maven_jars import JarFetchError, MavenArtifact, ensure_maven_jars
+from tests import jvm_process
+from tests.jvm_process import JvmProcess
+from tests.kafka_jars import (
     DEFAULT_CACHE_DIR,
     KAFKA_VERSION,
     LOG4J_VERSION,
     KafkaHarnessError,
     java_command,
 )
-from minikafka.pipeline.maven_jars import JarFetchError, MavenArtifact, ensure_maven_jars
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 # A migration keeps the topic names (`orders`, not `mini.orders` as in an active/active pair).
@@ -197,9 +197,9 @@ def _main(argv: list[str] | None = None) -> int:
     print(f"MirrorMaker 2 {KAFKA_VERSION} jars in {lib_dir}", flush=True)
     if args.command == "fetch":
         return 0
-    from bench.apache_kafka import ApacheKafka
     from bench.mirror_scenario import MigrationError, run_migration
     from minikafka.testing import MiniKafka
+    from tests.apache_kafka import ApacheKafka
 
     failed = False
     with tempfile.TemporaryDirectory(prefix="mirror-maker-") as work, \

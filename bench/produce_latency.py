@@ -11,7 +11,8 @@ its latency is measured from that due time, so a stalled broker is not hidden by
 - idle: for `--idle-seconds` with nothing to clean;
 - cleaning: while `POST /admin/compact?topic=busy&wait=true` runs on the cleaner threads (the whole window of
   the compaction, however long it takes).
-p50 / p99 / p99.9 / max of each phase are printed and appended to BENCHMARKS.md with the command and machine.
+p50 / p99 / p99.9 / max of each phase are printed and appended to bench/results/ (results.jsonl, HISTORY.md) with
+the command and machine.
 The cleaner threads starve the event loop if the cleaning-phase p99 is far above idle (the cleaner runs as
 Python threads in the broker process and competes for the GIL).
 """
@@ -35,13 +36,13 @@ from typing import Any
 
 from kafka.protocol.producer.produce import ProduceRequest
 
-from bench.kafka_jars import REPO_ROOT
 from bench.machine import machine_description
+from bench.results_log import HISTORY_MD, append_history, append_results, result
 from minikafka.protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
+BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 BUSY_TOPIC = "busy"
 LATENCY_TOPIC = "latency"
 VALUE = b"x" * 100
@@ -76,8 +77,9 @@ class Phase:
 class LatencyProbe:
     """One connection producing one small record per request at a fixed rate. Not thread-safe."""
 
-    def __init__(self, bootstrap: str, rate_per_s: float) -> None:
+    def __init__(self, bootstrap: str, rate_per_s: float, topic: str = LATENCY_TOPIC) -> None:
         self.client = WireClient(bootstrap, timeout_s=30)
+        self.topic = topic
         self.interval_s = 1.0 / rate_per_s
         self.sequence = 0
 
@@ -93,7 +95,7 @@ class LatencyProbe:
             acks=1,
             timeout_ms=30_000,
             topic_data=[
-                data(name=LATENCY_TOPIC, partition_data=[data.PartitionProduceData(index=0, records=batch)])
+                data(name=self.topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])
             ],
         )
 
@@ -274,8 +276,7 @@ def record(command: str, args: argparse.Namespace, table: str, summary: str, sta
         "</details>",
         "",
     ]
-    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
-    BENCHMARKS_MD.write_text(text.rstrip("\n") + "\n" + "\n".join(section))
+    append_history("\n".join(section))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--cleaner-threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     phases, stats = measure(args.records, args.rate, args.idle_seconds, args.cleaner_threads, args.seed)
     table = render(phases)
@@ -297,7 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_record:
         command = "python -m bench.produce_latency " + shlex.join(argv if argv is not None else sys.argv[1:])
         record(command.strip(), args, table, summary, stats)
-        print(f"appended to {BENCHMARKS_MD}")
+        idle, cleaning = phases
+        append_results([
+            result("produce-p99-while-cleaning", f"produce p99 while the cleaner runs, {args.rate:g} req/s",
+                   cleaning.percentile(0.99), "ms", command=command.strip()),
+            result("produce-p99-while-cleaning", f"produce p99 idle, {args.rate:g} req/s", idle.percentile(0.99),
+                   "ms", command=command.strip())])
+        print(f"appended to {BENCHMARKS_MD} and bench/results/results.jsonl")
     return 0
 
 

@@ -8,7 +8,7 @@ quota on one client id (AlterClientQuotas), then a confluent-kafka producer with
 records as fast as it may for `--seconds`. The bytes acknowledged each second give, for every 20 s span starting
 on a whole second (from the first second, and from the end of the first quota window), the span's rate as a
 multiple of the quota: the issue's goal is a producer held within 10% of the quota over 20 s. Results are
-appended to BENCHMARKS.md unless --no-record.
+appended to bench/results/ (results.jsonl, HISTORY.md) unless --no-record.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from typing import Any
 
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
-from bench.throughput import BENCHMARKS_MD, create_topic
+from bench.results_log import BenchResult, append_history, append_results, result
+from bench.throughput import create_topic
 from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from tests.wire_client import WireClient
 
 QUOTA_BYTES_PER_S = 1_048_576
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.quota_window", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=70)
     parser.add_argument("--windows", default="11,2", help="comma-separated quota.window.num values")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     command = "python -m bench.quota_window " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     lib_dir = ensure_kafka_jars()
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             "20 s spans after the first quota window | throttles reported | whole run x quota |",
             "|---|---:|---|---|---:|---:|"]
     started_s = time.monotonic()
+    spans: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="minikafka-quota-bench-") as work_dir:
         for window_num in (int(value) for value in args.windows.split(",")):
             for name in ("apache", "minikafka"):
@@ -133,21 +135,36 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{name}] quota.window.num={window_num}: bytes per second {per_second}", flush=True)
                 label = "Apache Kafka" if name == "apache" else "minikafka"
                 whole = sum(per_second) / len(per_second) / QUOTA_BYTES_PER_S
+                spans[(name, window_num)] = span_rates(per_second, 0)
                 rows.append(f"| {label} | {window_num} | {describe(span_rates(per_second, 0))} | "
                             f"{describe(span_rates(per_second, window_num))} | {len(throttles)} | {whole:.2f} |")
     rendered = "\n".join(rows)
     print(rendered)
     if not args.no_record:
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        with open(BENCHMARKS_MD, "a") as out:
-            out.write("\n".join([
+        append_history("\n".join([
                 f"\n## Client quota: a 1 MiB/s producer per 20 s span, {stamp}\n",
                 f"- command: `{command.strip()}` (from the repo root, with `.venv/bin/python`)",
                 f"- machine: {machine_description()}",
                 f"- Apache Kafka {KAFKA_VERSION} and minikafka, a fresh broker per row; confluent-kafka producer "
                 f"(10 kB records, linger.ms=5, batch.size=64 KiB) for {args.seconds} s; quota.window.size.seconds=1",
                 f"- wall time: {time.monotonic() - started_s:.0f} s", "", rendered, ""]))
+        append_results(quota_results(spans, command))
     return 0
+
+
+def quota_results(spans: dict[tuple[str, int], list[float]], command: str) -> list[BenchResult]:
+    """The lowest and highest 20 s span of minikafka against Kafka's, per quota.window.num, for results.jsonl."""
+    figures = []
+    for (name, window_num), rates in sorted(spans.items()):
+        theirs = spans.get(("apache", window_num), [])
+        if name != "minikafka" or not rates:
+            continue
+        for which, pick in (("lowest", min), ("highest", max)):
+            figures.append(result("client-quota", f"{which} 20 s span / quota, quota.window.num={window_num}",
+                                  pick(rates), "fraction of quota", pick(theirs) if theirs else None,
+                                  command=command.strip()))
+    return figures
 
 
 if __name__ == "__main__":

@@ -31,10 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
 from bench.startup import FineApacheKafka
 from minikafka.testing import MiniKafka
+from tests.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 
 TOPIC = "recovery"
 POLL_S = 0.01

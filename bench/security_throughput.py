@@ -9,7 +9,7 @@ made at format time), no authorizer; both brokers run for the whole benchmark. A
 ConsumerPerformance over the same protocol, with the broker's CPU from /proc over each; the order of brokers and of
 protocols alternates between rounds. Printed: medians of MB/s and CPU-s/GB, and per broker the median of each
 round's SASL_SSL / PLAINTEXT ratio (the goal: minikafka's ratio no worse than Kafka's). Results are appended to
-BENCHMARKS.md unless --no-record.
+bench/results/ (results.jsonl, HISTORY.md) unless --no-record.
 
 The default is 1 GB a run (10^6 records of 1 KiB): ConsumerPerformance reads 100 MB in under a second, which
 measures its own JVM's warm-up (TLS decryption before the JIT has compiled it) more than either broker. Each round's
@@ -32,11 +32,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
 from bench.machine import machine_description
+from bench.results_log import BenchResult, append_history, append_results, result
 from bench.throughput import (
-    BENCHMARKS_MD,
     Case,
     Measurement,
     create_topic,
@@ -45,25 +43,15 @@ from bench.throughput import (
     run_producer_perf,
     with_broker_cpu,
 )
-from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, ensure_kafka_jars
+from tests.scram_mini_kafka import ScramMiniKafka
 from tests.tls_material import CertificateAuthority
 
 LISTENER = "SASL_SSL"
 PROTOCOLS = ("PLAINTEXT", LISTENER)
 USER, PASSWORD = "bench", "bench-secret"
 BROKERS = ("minikafka", "apache")
-
-
-class ScramMiniKafka(MiniKafka):
-    """`MiniKafka` started with `serve --add-scram` for each of `scram_credentials` (Kafka's `kafka-storage format
-    --add-scram` syntax), so SCRAM users exist before the first connection. Not thread-safe, as MiniKafka."""
-
-    def __init__(self, scram_credentials: Sequence[str], config: dict[str, str], listeners: dict[str, str]) -> None:
-        super().__init__(config, listeners=listeners)
-        self.scram_credentials = list(scram_credentials)
-
-    def command(self) -> list[str]:
-        return super().command() + [arg for credential in self.scram_credentials for arg in ("--add-scram", credential)]
 
 
 @dataclass(frozen=True)
@@ -206,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-bytes", type=int, default=1024)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (brokers and protocols alternate)")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     command = "python -m bench.security_throughput " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     case = Case(args.record_bytes, args.partitions, "1", args.records)
@@ -234,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(load)
     if not args.no_record:
         record(command, case, args.rounds, rendered, elapsed_s, load)
+        append_results(security_results(results, command))
     return 0
 
 
@@ -254,8 +243,24 @@ def record(command: str, case: Case, rounds: int, rendered: str, elapsed_s: floa
         rendered,
         "",
     ]
-    with open(BENCHMARKS_MD, "a") as out:
-        out.write("\n".join(section))
+    append_history("\n".join(section))
+
+
+def security_results(results: Results, command: str) -> list[BenchResult]:
+    """Per op minikafka's paired SASL_SSL / PLAINTEXT MB/s against Kafka's, for bench/results/results.jsonl."""
+    def paired(broker: str, op: str) -> float:
+        by_protocol = results.get(broker, {})
+        plain = by_protocol.get("PLAINTEXT", {}).get(op, [])
+        secure = by_protocol.get(LISTENER, {}).get(op, [])
+        return _median([s.mb_per_s / p.mb_per_s for p, s in zip(plain, secure, strict=False) if p.mb_per_s > 0])
+
+    figures = []
+    for op in OPS:
+        ours, theirs = paired("minikafka", op), paired("apache", op)
+        if ours == ours:
+            figures.append(result("sasl-ssl-cost", f"{op} MB/s SASL_SSL / PLAINTEXT", ours, "ratio",
+                                  theirs if theirs == theirs else None, command=command.strip()))
+    return figures
 
 
 if __name__ == "__main__":

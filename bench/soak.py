@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_description
+from bench.results_log import append_results, result
 from bench.soak_workload import (
     BROKER_CONFIG,
     COMPACT_TOPIC,
@@ -523,6 +524,11 @@ def run(args: argparse.Namespace, work_dir: Path) -> int:
         "failures": failures,
     }
     (work_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if not args.no_record:
+        verdict_note = "PASSED" if not failures else f"FAILED ({len(failures)} failures)"
+        names = {"rss_mib": ("RSS", "MiB/h"), "fds": ("open files", "fds/h")}
+        append_results([result("soak", f"{names[v.metric][0]} trend over {args.minutes:g} min", v.slope_per_h,
+                               names[v.metric][1], note=f"{v.describe()}; {verdict_note}") for v in verdicts])
     print(f"totals: {json.dumps(summary['totals'])}", flush=True)
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures[:50]), flush=True)
@@ -549,6 +555,7 @@ def main() -> None:
                         help="broker log.cleaner.delete.retention.ms (default 60000, not Kafka's 24 h: the transaction "
                              "markers in __consumer_offsets/__transaction_state are kept that long, so with 24 h a "
                              "30-minute run only sees the window filling, never its plateau)")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args()
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="minikafka-soak-"))
     shutil.rmtree(work_dir / "data", ignore_errors=True)  # a fresh broker each run

@@ -5,7 +5,7 @@
         [--skip-read] [--skip-snapshot] [--source-option kafka.max.poll.records=100000] [--profile-broker out.pstats]
 
 Issue 9 ("Speed"). One run starts both brokers (minikafka as `python -m minikafka.broker serve` through
-`minikafka.testing.MiniKafka`, Apache Kafka 4.3.1 as one KRaft node from its jars through `bench.apache_kafka`)
+`minikafka.testing.MiniKafka`, Apache Kafka 4.3.1 as one KRaft node from its jars through `tests.apache_kafka`)
 and produces the same records to both: `--records` records over `--keys` keys (every key once, in order, then
 keys drawn uniformly at random with a fixed seed; `--tombstones` of the random ones are tombstones), each key always
 in the partition `key index % partitions`, so both topics hold the same records at the same offsets. Producer:
@@ -32,7 +32,7 @@ disk. The defaults are the issue's "big snapshot" size (5M records over 500k key
 snapshot). `--source-option` passes a Kafka source option to the reads and snapshots (e.g.
 `kafka.max.poll.records`: the connector's consumer asks ListOffsets twice per poll). `--profile-broker PATH` runs
 minikafka under cProfile (slower: for finding where its time goes, not for the ratios). Results are printed as
-markdown tables; nothing is written to BENCHMARKS.md.
+markdown tables; the figures are appended to bench/results/results.jsonl (unless --no-record).
 """
 
 from __future__ import annotations
@@ -55,10 +55,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars
 from bench.machine import machine_description
+from bench.results_log import BenchResult, append_results, result
 from minikafka.testing import MiniKafka
+from tests.apache_kafka import ApacheKafka
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -405,6 +406,23 @@ def tables(runs: dict[str, BrokerRun], data: DataSet, payload_bytes: int) -> str
     return "\n".join(lines)
 
 
+def spark_results(runs: dict[str, BrokerRun], data: DataSet, command: str) -> list[BenchResult]:
+    """Batch-read MiB/s and snapshot speed of minikafka against Kafka's, for bench/results/results.jsonl."""
+    mini, apache = runs["minikafka"], runs.get("apache")
+    shape = f"{data.records:,} records, {data.partitions} partitions"
+    figures = []
+    if mini.reads:
+        theirs = apache.read_mib_per_s(statistics.median) if apache and apache.reads else None
+        figures.append(result("spark-pipeline", f"Spark batch read MB/s ({shape}, median of {len(mini.reads)})",
+                              mini.read_mib_per_s(statistics.median), "MiB/s", theirs, command=command))
+    if mini.snapshots:
+        theirs = apache.snapshot_s() if apache and apache.snapshots else None
+        figures.append(result("spark-pipeline", "minikafka snapshot from scratch (speed: Kafka s / minikafka s)",
+                              mini.snapshot_s(), "s", theirs, theirs / mini.snapshot_s() if theirs else None,
+                              command=command, note=shape))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.spark_pipeline", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -426,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra option of Spark's Kafka source for the reads and snapshots, e.g. "
                         "kafka.max.poll.records=100000 (repeatable)")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args(argv)
     extra = dict(option.split("=", 1) for option in args.source_option)
     records = args.records or (100_000 if args.quick else 5_000_000)
@@ -479,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
     print()
     print(tables(runs, data, payload_bytes))
+    if not args.no_record and "minikafka" in runs:
+        append_results(spark_results(runs, data, command.strip()))
     print(f"\nwall time {time.monotonic() - started:.0f} s; load average at the end {load_average()}")
     return 0
 

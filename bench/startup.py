@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka, KafkaHarnessError
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 from bench.machine import machine_description
+from bench.results_log import BenchResult, append_results, result
 from minikafka.testing.mini_kafka import LOOPBACK, MiniKafka, metadata_broker_count
+from tests.apache_kafka import ApacheKafka, KafkaHarnessError
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
 POLL_INTERVAL_S = 0.005  # the same as MiniKafka's
 GOAL_MEDIAN_S = 1.0
@@ -291,6 +292,19 @@ def verdict(ours: float, theirs: float) -> str:
             f"{GOAL_RATIO}x]")
 
 
+def startup_results(minikafka: dict[bool, tuple[Series, Series]], apache_start: Series,
+                    apache_produce: Series) -> list[BenchResult]:
+    """The medians of every measured mode against Apache Kafka's, for bench/results/results.jsonl."""
+    figures = []
+    for cached, (start, produce) in minikafka.items():
+        mode = " (with .pyc)" if cached else ""
+        for metric, ours, theirs in (("start -> Metadata, median", start, apache_start),
+                                     ("python -c -> first acknowledged produce, median", produce, apache_produce)):
+            figures.append(result("startup-time", metric + mode, ours.median, "s",
+                                  theirs.median if theirs.samples else None))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="minikafka runs per measure and mode (default 7)")
@@ -300,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="minikafka with the environment as configured, with a warmed .pyc cache, or both")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a minikafka broker property for every minikafka run (experiments)")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/results.jsonl")
     args = parser.parse_args(argv)
     config = dict(pair.split("=", 1) for pair in args.override)
     print(f"machine: {machine_description()}")
@@ -348,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{verdict(start.median, apache_start.median)}")
             print(f"python -c -> ack,  {name:<14} {produce.median:.3f} s / {apache_produce.median:.3f} s  "
                   f"{verdict(produce.median, apache_produce.median)}")
+    if not args.no_record and minikafka:
+        append_results(startup_results(minikafka, apache_start, apache_produce))
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"wall time {time.monotonic() - wall_started:.0f} s")
     if os.getloadavg()[0] > (os.cpu_count() or 1):

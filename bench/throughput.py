@@ -16,7 +16,8 @@ run of a case varies a lot on the shared machine. `--rounds N` (N > 1, bench/thr
 brokers once and, per round and case, runs each operation on both back to back (on a fresh topic each; which broker
 goes first alternates by round), then reports medians and the median of the per-round minikafka / Kafka ratios.
 `--latency SECONDS` adds the end-to-end latency case of bench/e2e_latency.py (1,000 msg/s of 200 B) on each broker,
-once, after the throughput cases. Results are printed as tables and appended to BENCHMARKS.md (unless --no-record).
+once, after the throughput cases. Results are printed as tables; the figures are appended to
+bench/results/results.jsonl and the tables to bench/results/HISTORY.md (unless --no-record).
 """
 
 from __future__ import annotations
@@ -37,13 +38,21 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka, free_port, metadata_broker_count
-from bench.e2e_latency import LOAD_DESCRIPTION, LatencyResult, LatencySettings, latency_table, measure_latency
-from bench.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
+from bench.e2e_latency import (
+    LOAD_DESCRIPTION,
+    LatencyResult,
+    LatencySettings,
+    latency_results,
+    latency_table,
+    measure_latency,
+)
 from bench.machine import machine_description
 from bench.proc_cpu import ProcessTreeCpu, cpu_seconds_per_gb
+from bench.results_log import HISTORY_MD, BenchResult, append_history, append_results, result
+from tests.apache_kafka import ApacheKafka, free_port, metadata_broker_count
+from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
-BENCHMARKS_MD = REPO_ROOT / "BENCHMARKS.md"
+BENCHMARKS_MD = HISTORY_MD  # the Markdown write-ups; the figures go to bench/results/results.jsonl
 TOOL_HEAP = "512m"
 
 
@@ -355,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="N > 1: both brokers running at once, every case on both back to back per round; "
                         "medians and paired ratios (bench/throughput_rounds.py)")
-    parser.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     if args.latency_only and not args.latency:
         parser.error("--latency-only needs --latency SECONDS")
@@ -372,12 +381,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-") as work:
         if args.rounds > 1:
-            from bench.throughput_rounds import measure_rounds, rounds_tables  # it imports this module
+            # it imports this module
+            from bench.throughput_rounds import measure_rounds, rounds_results, rounds_tables
 
-            rendered = rounds_tables(measure_rounds(Path(work), lib_dir, cases, args, latencies, notes), cases)
+            round_results = measure_rounds(Path(work), lib_dir, cases, args, latencies, notes)
+            rendered = rounds_tables(round_results, cases)
+            figures = rounds_results(round_results, cases, command)
         else:
             measure_in_turn(Path(work), lib_dir, cases, args, results, latencies, notes)
             rendered = "" if args.latency_only else table(results, cases)
+            figures = throughput_results(results, cases, command)
     elapsed_s = time.monotonic() - started
     notes.append(f"load average {os.getloadavg()[0]:.1f} at the end")
     if latencies:
@@ -387,7 +400,36 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(f"note: {note}" for note in notes))
     if not args.no_record:
         record(command, rendered, notes, elapsed_s, with_latency=bool(latencies), rounds=args.rounds)
+        if latencies:
+            figures += latency_results(LatencySettings(seconds=args.latency), latencies, command)
+        append_results(figures)
     return 0
+
+
+def case_results(case: Case, op: str, apache: Measurement, ours: Measurement, command: str,
+                 mb_ratio: float | None = None, cpu_ratio: float | None = None) -> list[BenchResult]:
+    """MB/s and CPU-s/GB of one case and operation against Kafka's (NaN figures are left out)."""
+    figures = []
+    for metric, mine, theirs, ratio, unit in (
+            (f"{op} MB/s, {case.label}", ours.mb_per_s, apache.mb_per_s, mb_ratio, "MB/s"),
+            (f"{op} CPU-s/GB, {case.label}", ours.cpu_s_per_gb, apache.cpu_s_per_gb, cpu_ratio, "CPU-s/GB")):
+        if mine != mine:
+            continue
+        figures.append(result("broker-cpu-throughput", metric, mine, unit, None if theirs != theirs else theirs,
+                              None if ratio is None or ratio != ratio else ratio, command=command))
+    return figures
+
+
+def throughput_results(results: Results, cases: list[Case], command: str) -> list[BenchResult]:
+    """Every measured case and operation of a one-round run, for bench/results/results.jsonl."""
+    missing = tuple(Measurement.missing() for _ in OPS)
+    figures = []
+    for case in cases:
+        apache = results.get("apache", {}).get(case, missing)
+        ours = results.get("minikafka", {}).get(case, missing)
+        for slot, op in enumerate(OPS):
+            figures += case_results(case, op, apache[slot], ours[slot], command)
+    return figures
 
 
 def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with_latency: bool = False,
@@ -411,10 +453,7 @@ def record(command: str, rendered: str, notes: list[str], elapsed_s: float, with
         rendered,
         "",
     ]
-    if not BENCHMARKS_MD.exists():
-        BENCHMARKS_MD.write_text(HEADER)
-    with open(BENCHMARKS_MD, "a") as out:
-        out.write("\n".join(section))
+    append_history("\n".join(section))
 
 
 HEADER = """# Benchmarks

@@ -17,8 +17,8 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
 from bench.e2e_latency import LatencyResult
+from bench.results_log import BenchResult
 from bench.security_throughput import BROKERS, RunningBroker, _median
 from bench.throughput import (
     OPS,
@@ -34,6 +34,7 @@ from bench.throughput import (
     warm_up,
     with_broker_cpu,
 )
+from tests.apache_kafka import ApacheKafka
 
 # broker -> case -> one (produce, consume (group), consume (assign)) per round
 RoundResults = dict[str, dict[Case, list[tuple[Measurement, ...]]]]
@@ -126,6 +127,26 @@ def rounds_tables(results: RoundResults, cases: list[Case]) -> str:
             every.append(f"| {case.label} | {op} | {_joined(a_mb, 1)} | {_joined(m_mb, 1)} | {_joined(mb_ratios, 2)} | "
                          f"{_joined(a_cpu, 2)} | {_joined(m_cpu, 2)} | {_joined(cpu_ratios, 2)} |")
     return "\n".join(medians) + "\n\nEvery round (round 1, 2, ...):\n\n" + "\n".join(every)
+
+
+def rounds_results(results: RoundResults, cases: list[Case], command: str) -> list[BenchResult]:
+    """Per case and op the median MB/s and CPU-s/GB with the median paired ratios, for results.jsonl."""
+    from bench.throughput import case_results
+
+    figures: list[BenchResult] = []
+    for case in cases:
+        for slot, op in enumerate(OPS):
+            apache = [measured[slot] for measured in results.get("apache", {}).get(case, [])]
+            ours = [measured[slot] for measured in results.get("minikafka", {}).get(case, [])]
+            if not apache or not ours:
+                continue
+            a_mb, m_mb = [m.mb_per_s for m in apache], [m.mb_per_s for m in ours]
+            a_cpu, m_cpu = [m.cpu_s_per_gb for m in apache], [m.cpu_s_per_gb for m in ours]
+            median_apache = Measurement(float("nan"), _median(a_mb), _median(a_cpu))
+            median_ours = Measurement(float("nan"), _median(m_mb), _median(m_cpu))
+            figures += case_results(case, op, median_apache, median_ours, command,
+                                    _median(_ratios(m_mb, a_mb)), _median(_ratios(m_cpu, a_cpu)))
+    return figures
 
 
 def _joined(values: list[float], digits: int) -> str:

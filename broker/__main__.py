@@ -24,6 +24,7 @@ from pathlib import Path
 
 from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
 from minikafka.broker.config import KafkaConfig, load_properties
+from minikafka.broker.erase_cli import register as register_erase
 from minikafka.broker.log_dir_lock import LogDirLock
 from minikafka.broker.malloc_tuning import keep_freed_memory
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
@@ -194,7 +195,7 @@ def compact(args: argparse.Namespace) -> int:
     return 0 if all(e["status"] in ("cleaned", "nothing_to_clean") for e in result["results"]) else 1
 
 
-BUILT_IN_COMMANDS = ("serve", "compact")
+BUILT_IN_COMMANDS = ("serve", "compact", "erase")
 
 
 class _DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     compact_parser.add_argument("--admin-url", default="http://127.0.0.1:9404",
                                 help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
     add_admin_credential_options(compact_parser)
+    register_erase(commands)
     exact = compact_parser.add_argument_group(
         "exact compaction", "plan on Spark which record of every key survives, then apply the plan in one round "
         "(any key count, no hash collisions; needs the [spark] extra)")

@@ -1,27 +1,29 @@
-"""`AdminHttpServer`: the Prometheus scrape endpoint (`GET /metrics`) on `minikafka.metrics.port`, and `/admin/*`.
+"""`AdminHttpServer`: the Prometheus scrape endpoint (`GET /metrics`) on `minikafka.metrics.port`, `/admin/*` and the
+console's pages, served by aiohttp's HTTP/1.1 server on the broker's event loop (DESIGN.md "The admin port").
 
-A deliberately tiny HTTP/1.1 responder on the event loop (one request per connection, then close), so the
-admin endpoints that come with the cleaner can share it without another dependency. Routes are
-`(method, path) -> async callable returning (status, content type, body)`. Event-loop thread only.
+Routes are `(method, path) -> async callable returning (status, content type, body)`; aiohttp parses requests,
+keeps connections alive, and answers malformed requests with 400 itself. Event-loop thread only.
 
 `body_routes` also get the request body as a `RequestBody`: read on demand, a chunk at a time, never held whole
-(an exact-compaction plan may be gigabytes). Only a `Content-Length` body is accepted. A body a route left unread is
-drained (up to `DRAIN_BYTES`, for `DRAIN_TIMEOUT_S`) after the response is written, so the client reads the
-response instead of a connection reset.
+(an exact-compaction plan may be gigabytes). Only a `Content-Length` body has a length (`content_length` is None for
+a request without one, chunked too). A body a route left unread is discarded by aiohttp before the connection
+takes its next request (or the connection is closed).
 
-With an `admin_auth` (security configured: see broker/admin_auth.py) every `/admin/*` request, known path or not,
-is checked before routing and answered 401/403 when refused; `/metrics` is never guarded.
+With an `admin_auth` (security configured: see broker/admin_auth.py) every request but `GET /metrics` — `/admin/*`
+and the console, known path or not — is checked before routing and answered 401/403 when refused; `/metrics` is
+never guarded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
+from aiohttp import StreamReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 if TYPE_CHECKING:
@@ -30,146 +32,136 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Route = Callable[[dict[str, list[str]]], Awaitable[tuple[int, str, bytes]]]
-_REASONS = {
-    200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required", 413: "Content Too Large", 500: "Internal Server Error", 507: "Insufficient Storage",
-}
 MAX_HEADER_BYTES = 16 * 1024
 BODY_CHUNK_BYTES = 64 * 1024
 #: a body read stalls for at most this long between two chunks
 BODY_READ_TIMEOUT_S = 30.0
-DRAIN_BYTES = 64 * 1024 * 1024
-DRAIN_TIMEOUT_S = 5.0
+#: an idle keep-alive connection is closed after this long
+KEEPALIVE_TIMEOUT_S = 15.0
+#: on shutdown, requests still running (a `wait=true` compaction) get this long before they are cancelled
+SHUTDOWN_TIMEOUT_S = 2.0
 ADMIN_PATH_PREFIX = "/admin/"
+METRICS_PATH = "/metrics"
 
 
 class RequestBody:
     """The body of one admin request, `content_length` bytes (None: the request had no Content-Length), read
     from the connection on demand. Event-loop thread only."""
 
-    def __init__(self, reader: asyncio.StreamReader, content_length: int | None) -> None:
-        self._reader = reader
+    def __init__(self, content: StreamReader, content_length: int | None) -> None:
+        self._content = content
         self.content_length = content_length
         self.remaining = content_length or 0
 
     async def chunks(self, chunk_bytes: int = BODY_CHUNK_BYTES) -> AsyncIterator[bytes]:
         """The unread rest of the body, at most `chunk_bytes` at a time; ValueError if the client sends less
         than its Content-Length (or stalls for BODY_READ_TIMEOUT_S)."""
+        read = self._content.read
         while self.remaining > 0:
             try:
-                chunk = await asyncio.wait_for(self._reader.read(min(chunk_bytes, self.remaining)),
-                                               BODY_READ_TIMEOUT_S)
+                chunk = await asyncio.wait_for(read(min(chunk_bytes, self.remaining)), BODY_READ_TIMEOUT_S)
             except TimeoutError:
                 raise ValueError(f"request body stalled with {self.remaining} bytes still to come") from None
+            except (ConnectionError, HttpProcessingError):  # the connection ended early
+                raise ValueError(f"request body ended {self.remaining} bytes short of its Content-Length") from None
             if not chunk:
                 raise ValueError(f"request body ended {self.remaining} bytes short of its Content-Length")
             self.remaining -= len(chunk)
             yield chunk
 
-    async def drain(self) -> None:
-        """Read and drop what is left of the body (bounded), so that closing does not reset the connection."""
-        limit = DRAIN_BYTES
-        with contextlib.suppress(ValueError, ConnectionError, TimeoutError):
-            async with asyncio.timeout(DRAIN_TIMEOUT_S):
-                async for chunk in self.chunks():
-                    limit -= len(chunk)
-                    if limit <= 0:
-                        break
-
 
 BodyRoute = Callable[[dict[str, list[str]], RequestBody], Awaitable[tuple[int, str, bytes]]]
 
 
-def _header(head: bytes, wanted: bytes) -> str | None:
-    """The first value of header `wanted` (lower case), or None."""
-    for line in head.split(b"\r\n")[1:]:
-        name, separator, value = line.partition(b":")
-        if separator and name.strip().lower() == wanted:
-            return value.strip().decode("latin-1")
-    return None
-
-
-def _content_length(head: bytes) -> int | None:
-    """The Content-Length header's value (None if absent); ValueError if malformed or with chunked encoding."""
-    length = None
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        name = name.strip().lower()
-        if name == b"content-length":
-            length = int(value.strip())
-            if length < 0:
-                raise ValueError("negative Content-Length")
-        elif name == b"transfer-encoding" and value.strip().lower() != b"identity":
-            raise ValueError("only Content-Length bodies are accepted")
-    return length
-
-
 class AdminHttpServer:
-    """Serves /metrics from a Prometheus registry, plus any registered admin routes (guarded by `admin_auth`)."""
+    """Serves /metrics from a Prometheus registry, plus any registered admin and console routes (guarded by
+    `admin_auth`)."""
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
                  admin_auth: AdminAuthenticator | None = None) -> None:
         self.host = host
         self.port = port
         self.admin_auth = admin_auth
-        self.routes: dict[tuple[str, str], Route] = {("GET", "/metrics"): self._metrics}
+        self.routes: dict[tuple[str, str], Route] = {("GET", METRICS_PATH): self._metrics}
         self.body_routes: dict[tuple[str, str], BodyRoute] = {}
         self._registry = registry
-        self._server: asyncio.Server | None = None
+        self._runner: web.ServerRunner | None = None
 
     async def _metrics(self, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         # Collectors read logs and the cleaner checkpoint: keep that file I/O off the event loop.
         return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self._registry)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
+        server = _AdminWebServer(self._handle, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
+                                 max_field_size=MAX_HEADER_BYTES, max_line_size=MAX_HEADER_BYTES)
+        runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+        await runner.setup()
+        await web.TCPSite(runner, self.host, self.port, reuse_address=True).start()
+        self._runner = runner
+        self.port = runner.addresses[0][1]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request_body: RequestBody | None = None
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         extra_headers: Mapping[str, str] = {}
+        method, path = request.method, request.path
+        if (isinstance(request.protocol, _HalfClosingRequestHandler) and request.protocol.peer_closed
+                and not request.content.is_eof()):
+            request.content.feed_eof()  # EOF came while the request waited to be handled
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
-            if len(head) > MAX_HEADER_BYTES:
-                raise ValueError("header too large")
-            method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
-            url = urlsplit(target)
-            request_body = RequestBody(reader, _content_length(head))
             denial = None
-            if self.admin_auth is not None and url.path.startswith(ADMIN_PATH_PREFIX):
-                peer = writer.get_extra_info("peername")
-                denial = await self.admin_auth.check(method, _header(head, b"authorization"),
+            if self.admin_auth is not None and path != METRICS_PATH:
+                peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+                denial = await self.admin_auth.check(method, request.headers.get("Authorization"),
                                                      str(peer[0]) if peer else "")
-            body_route = self.body_routes.get((method, url.path))
-            route = self.routes.get((method, url.path))
+            body_route = self.body_routes.get((method, path))
+            route = self.routes.get((method, path))
+            query = parse_qs(request.query_string)
             if denial is not None:
                 status, ctype, body, extra_headers = denial.status, "text/plain", denial.body, denial.headers
             elif body_route is not None:
-                status, ctype, body = await body_route(parse_qs(url.query), request_body)
+                status, ctype, body = await body_route(query, RequestBody(request.content, request.content_length))
             elif route is None:
-                known_path = any(path == url.path for _m, path in [*self.routes, *self.body_routes])
+                known_path = any(known == path for _m, known in [*self.routes, *self.body_routes])
                 status, ctype, body = (405 if known_path else 404), "text/plain", b"no such endpoint\n"
             else:
-                status, ctype, body = await route(parse_qs(url.query))
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+                status, ctype, body = await route(query)
+        except ValueError:
             status, ctype, body = 400, "text/plain", b"bad request\n"
         except Exception:
             log.exception("admin endpoint failed")
             status, ctype, body = 500, "text/plain", b"internal error\n"
-        header = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'OK')}\r\nContent-Type: {ctype}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n"
-            + "".join(f"{name}: {value}\r\n" for name, value in extra_headers.items()) + "\r\n"
-        )
-        with contextlib.suppress(ConnectionError):
-            writer.write(header.encode("latin-1") + body)
-            await writer.drain()
-            if request_body is not None and request_body.remaining > 0:
-                await request_body.drain()
-        writer.close()
+        response = web.Response(status=status, body=body, headers={"Content-Type": ctype, **extra_headers})
+        if isinstance(request.protocol, _HalfClosingRequestHandler) and request.protocol.peer_closed:
+            response.force_close()  # the client sent all it will: close once the response is out
+        return response
+
+
+class _HalfClosingRequestHandler(web.RequestHandler):
+    """aiohttp's connection protocol, except that a client that half-closes (sends its request, then shuts its
+    write side: `curl --data-binary @plan`, `nc -N`) still gets its response. aiohttp closes the transport on EOF;
+    here EOF ends the bodies still being received (a short body then reads as short instead of stalling) and
+    the connection closes after the response. Event-loop thread only."""
+
+    peer_closed = False
+
+    def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's protocol returns bool
+        self.peer_closed = True
+        # _current_request/_messages are aiohttp's (3.9+): the request being handled and those parsed but queued
+        pending = [self._current_request.content] if self._current_request is not None else []
+        pending += [payload for _message, payload in self._messages]
+        for payload in pending:
+            if not payload.is_eof():
+                payload.feed_eof()
+        self.close()  # no request follows: close once the one in hand is answered (force_close would drop it)
+        return True  # keep our side open for the response
+
+
+class _AdminWebServer(web.Server):
+    """aiohttp's low-level server with `_HalfClosingRequestHandler` connections."""
+
+    def __call__(self) -> web.RequestHandler:
+        return _HalfClosingRequestHandler(self, loop=self._loop, **self._kwargs)

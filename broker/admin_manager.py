@@ -15,8 +15,16 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
+from minikafka.broker.broker_loggers import BrokerLoggers
+from minikafka.broker.client_metrics_configs import ClientMetricsConfigs
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
-from minikafka.broker.dynamic_config import DYNAMIC_CONFIGS, MESSAGE_MAX_BYTES, DynamicBrokerConfig, cleaner_config_of
+from minikafka.broker.dynamic_config import (
+    DYNAMIC_CONFIGS,
+    TOPIC_DEFAULT_CONFIGS,
+    DynamicBrokerConfig,
+    cleaner_config_of,
+)
+from minikafka.broker.group_config_admin import GroupConfigAdmin
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import (
@@ -44,6 +52,9 @@ class AdminManager:
         self.dynamic = dynamic_config or DynamicBrokerConfig(config)
         self.log_cleaner = log_cleaner
         self._broker_alter_lock = asyncio.Lock()
+        self.group_configs = GroupConfigAdmin(self.dynamic)
+        self.broker_loggers = BrokerLoggers(config.node_id)
+        self.client_metrics = ClientMetricsConfigs(self.dynamic.log_dir)
 
     @property
     def config(self) -> KafkaConfig:
@@ -148,7 +159,7 @@ class AdminManager:
                 log.info("Reconfigured the log cleaner: %d threads, backoff %d ms, %s I/O bytes/s",
                          new_config.cleaner.threads, new_config.cleaner.backoff_ms,
                          new_config.cleaner.io_max_bytes_per_second)
-            if new_config.props.get(MESSAGE_MAX_BYTES) != old_config.props.get(MESSAGE_MAX_BYTES):
+            if any(new_config.props.get(name) != old_config.props.get(name) for name in TOPIC_DEFAULT_CONFIGS):
                 await asyncio.to_thread(self._apply_log_defaults, new_config.props)
 
     def _apply_log_defaults(self, props: Mapping[str, str]) -> None:
@@ -204,4 +215,5 @@ class AdminManager:
                         documentation=topic_entry.documentation,
                     )
                 )
+        entries.extend(self.dynamic.kafka_key_entries({entry.name for entry in entries}))
         return entries

@@ -1,8 +1,11 @@
 """`Dispatcher`: routes each decoded request to its handler module and encodes the response.
 
 The table below is the only place that knows which module serves which API key. A handler returns a
-response object, or None for "send nothing" (acks=0 Produce); an unexpected exception closes the
-connection (the client reconnects and retries), never the broker. Event-loop thread only.
+response object, or None for "send nothing" (acks=0 Produce). A handler that fails unexpectedly is answered
+with the API's error response, UNKNOWN_SERVER_ERROR on every partition or resource (Kafka's
+AbstractRequest.getErrorResponse, `error_responses.py`), and the connection stays open; it is closed only where
+Kafka closes it: an acks=0 Produce (there is no response to carry the error) and the SASL exchange (the
+authentication state is unknown). Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.error_responses import error_response
 from minikafka.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -67,6 +71,7 @@ from minikafka.broker.quotas.request_throttling import HandlerTimer, record_netw
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from minikafka.protocol.connection import RequestReceived, ServerConnection
+from minikafka.protocol.error_codes import ErrorCode
 from minikafka.protocol.response_frame import ResponseFrame
 
 log = logging.getLogger(__name__)
@@ -142,7 +147,7 @@ class Dispatcher:
             raise
         except Exception as exc:
             log.exception("%s v%d handler failed", event.api_key.name, event.api_version)
-            raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from exc
+            response = _error_response(event, exc)
         encoding_started = time.perf_counter_ns()
         frame = None if response is None else ServerConnection.encode_response_frame(event, response)
         quotas = self.ctx.quotas
@@ -155,6 +160,23 @@ class Dispatcher:
         elif event.api_key is ApiKey.FETCH and frame is not None:
             self.metrics.bytes_out.inc(len(frame))
         return frame
+
+
+#: APIs whose failure closes the connection (Kafka's SaslServerAuthenticator does on an unexpected error)
+CLOSE_ON_FAILURE = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+def _error_response(event: RequestReceived, exc: Exception) -> Any:
+    """The answer to a request whose handler raised `exc`, or CloseConnection where Kafka closes."""
+    request = event.request
+    if event.api_key in CLOSE_ON_FAILURE or request is None or \
+            (event.api_key is ApiKey.PRODUCE and request.acks == 0):
+        raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from exc
+    try:
+        return error_response(event.api_key, event.api_version, request, ErrorCode.UNKNOWN_SERVER_ERROR)
+    except Exception as error:  # the request has a shape the schema walk does not know: close as before
+        log.exception("No error response for %s v%d", event.api_key.name, event.api_version)
+        raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from error
 
 
 def _request_name(api_key: ApiKey) -> str:

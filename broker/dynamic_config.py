@@ -1,13 +1,22 @@
 """`DynamicBrokerConfig`: broker configs changed at runtime with AlterConfigs / IncrementalAlterConfigs on a BROKER
 resource (`kafka-configs --alter --entity-type brokers --entity-default|--entity-name <node.id>`).
 
-Dynamic keys are Kafka's `LogCleaner.ReconfigurableConfigs`: `log.cleaner.threads`, `log.cleaner.dedupe.buffer.size`,
-`log.cleaner.io.buffer.load.factor`, `log.cleaner.io.buffer.size`, `message.max.bytes` (also the default of every
-topic's `max.message.bytes`, as Kafka's DynamicLogConfig applies it), `log.cleaner.io.max.bytes.per.second` and
-`log.cleaner.backoff.ms`. Any other name is refused with Kafka's "Cannot update these configs dynamically".
+Dynamic keys are the ones Apache Kafka 4.3 lists as dynamically updatable (`KAFKA_DYNAMIC_CONFIGS`, 99 keys); any
+other name is refused with Kafka's "Cannot update these configs dynamically". Each value is checked against its
+type (and minikafka's own validator where it defines the key). What happens to an accepted key:
+
+- applied at once (`APPLIED_DYNAMIC_CONFIGS`): Kafka's `LogCleaner.ReconfigurableConfigs` (the cleaner is
+  reconfigured) and the broker keys that are topic-config defaults (`message.max.bytes`, `log.retention.ms`,
+  `log.segment.bytes`, `compression.type`, ...: every topic without an override picks up the new default, as Kafka's
+  DynamicLogConfig does);
+- every other key (listeners, connection limits, SSL/SASL settings, thread counts, Kerberos, remote storage, ...) is
+  persisted and reported with its dynamic source like Kafka, and takes effect only where minikafka reads it at
+  start-up (listeners, connection limits, SSL/SASL); keys minikafka has no use for (Kerberos, thread pools, remote
+  storage) are stored and reported only.
 
 Kafka keeps dynamic broker configs in its metadata log; minikafka keeps them in the (first) log dir, in Java
-properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`):
+properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 since
+passwords may be among them, as they are in clear in Kafka's metadata log):
 
 - `dynamic-broker-default-config.properties`: the cluster default (resource name "", `--entity-default`);
 - `dynamic-broker-config.properties`: this node's own (resource name = `node.id`, `--entity-name`).
@@ -24,19 +33,22 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.broker.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_DYNAMIC_CONFIGS, KAFKA_STATIC_CONFIGS
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.storage.checkpoint import atomic_write
-from minikafka.storage.config_def import ConfigKey
+from minikafka.storage.config_def import ConfigKey, parse_value
 from minikafka.storage.log_config import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     TOPIC_CONFIG_DEF,
+    TOPIC_TO_BROKER_SYNONYM,
     ConfigEntry,
 )
 
@@ -51,7 +63,7 @@ SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 
 MESSAGE_MAX_BYTES = "message.max.bytes"
 #: Kafka's LogCleaner.ReconfigurableConfigs, in its order
-DYNAMIC_CONFIGS = (
+CLEANER_DYNAMIC_CONFIGS = (
     "log.cleaner.threads",
     "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.load.factor",
@@ -60,17 +72,38 @@ DYNAMIC_CONFIGS = (
     "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.backoff.ms",
 )
+#: dynamic broker key -> the topic config whose default it is (Kafka's DynamicLogConfig.ReconfigurableConfigs)
+TOPIC_DEFAULT_CONFIGS: dict[str, str] = {
+    broker: topic for topic, broker in TOPIC_TO_BROKER_SYNONYM.items() if broker in KAFKA_DYNAMIC_CONFIGS}
+#: every key Kafka 4.3 updates dynamically, sorted
+DYNAMIC_CONFIGS = tuple(sorted(KAFKA_DYNAMIC_CONFIGS))
+#: the dynamic keys this broker applies while it runs
+APPLIED_DYNAMIC_CONFIGS = frozenset(CLEANER_DYNAMIC_CONFIGS) | frozenset(TOPIC_DEFAULT_CONFIGS)
 
 _HEADER = ("# minikafka dynamic broker configs ({what}), written by AlterConfigs/IncrementalAlterConfigs on a\n"
            "# BROKER resource; applied over server.properties at startup. Edit with kafka-configs, not by hand.\n")
 
 
 def config_key(name: str) -> ConfigKey | None:
-    """The declared key of a broker-level name (`message.max.bytes` is declared as the topic's synonym)."""
-    if name == MESSAGE_MAX_BYTES:
-        topic_key = TOPIC_CONFIG_DEF.keys["max.message.bytes"]
-        return ConfigKey(MESSAGE_MAX_BYTES, topic_key.type, topic_key.default, topic_key.validator, topic_key.doc)
-    return CLEANER_CONFIG_DEF.keys.get(name) or BROKER_CONFIG_DEF.keys.get(name)
+    """The declared key of a broker-level name: minikafka's own (a topic default is declared as the topic key under
+    the broker name), else Kafka's type and default of a dynamic or sensitive key."""
+    if name in CLEANER_CONFIG_DEF.keys:
+        return CLEANER_CONFIG_DEF.keys[name]
+    if name in TOPIC_DEFAULT_CONFIGS:
+        topic_key = TOPIC_CONFIG_DEF.keys[TOPIC_DEFAULT_CONFIGS[name]]
+        return ConfigKey(name, topic_key.type, topic_key.default, topic_key.validator, topic_key.doc)
+    if name in BROKER_CONFIG_DEF.keys:
+        return BROKER_CONFIG_DEF.keys[name]
+    kafka_key = KAFKA_BROKER_KEYS.get(name)
+    if kafka_key is None:
+        return None
+    return ConfigKey(name, kafka_key.type, kafka_key.default)
+
+
+def is_sensitive(name: str) -> bool:
+    """Kafka's KafkaConfig.maybeSensitive: PASSWORD keys (their values are never described)."""
+    key = KAFKA_BROKER_KEYS.get(base_name(name))
+    return key is not None and key.sensitive
 
 
 def cleaner_config_of(props: Mapping[str, str]) -> CleanerConfig:
@@ -81,8 +114,73 @@ def cleaner_config_of(props: Mapping[str, str]) -> CleanerConfig:
                             for name, value in parsed.items()})
 
 
-def _scala_set(names: list[str]) -> str:
-    return f"Set({', '.join(names)})"
+def _escape(value: str) -> str:
+    """A value on one properties line (PEM certificates span lines): Java's backslash escapes."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _unescape(value: str) -> str:
+    out, chars = [], iter(value)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars, "")
+            out.append({"n": "\n", "r": "\r"}.get(nxt, nxt))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _java_set(names: set[str]) -> str:
+    return f"[{', '.join(sorted(names))}]"
+
+
+#: Kafka's DynamicBrokerConfig.DYNAMIC_SECURITY_CONFIGS: dynamic only per listener (`listener.name.<l>.<key>`)
+DYNAMIC_SECURITY_CONFIGS = frozenset((
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+    "ssl.truststore.certificates"))
+#: Kafka's PER_BROKER_CONFIGS: security and listener keys and cordoned.log.dirs, refused at the cluster default
+PER_BROKER_CONFIGS = DYNAMIC_SECURITY_CONFIGS | frozenset((
+    "listeners", "listener.security.protocol.map", "principal.builder.class", "ssl.protocol", "ssl.provider",
+    "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation", "ssl.client.auth",
+    "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
+    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds", "cordoned.log.dirs"))
+#: Kafka's DynamicBrokerConfig.brokerConfigSynonyms groups, and the built-in defaults of their members (null ones
+#: are not listed as synonyms, as in Kafka)
+_SYNONYM_GROUPS: dict[str, tuple[str, ...]] = {}
+for _group in (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+               ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+               ("log.retention.ms", "log.retention.minutes", "log.retention.hours")):
+    for _name in _group:
+        _SYNONYM_GROUPS[_name] = _group
+_SYNONYM_GROUPS["log.flush.scheduler.interval.ms"] = ("log.flush.scheduler.interval.ms",)
+_GROUP_DEFAULTS: dict[str, str | None] = {
+    "log.roll.ms": None, "log.roll.hours": "168", "log.roll.jitter.ms": None, "log.roll.jitter.hours": "0",
+    "log.flush.interval.ms": None, "log.flush.scheduler.interval.ms": "9223372036854775807",
+    "log.retention.ms": None, "log.retention.minutes": None, "log.retention.hours": "168"}
+
+#: Kafka's DynamicThreadPool.ReconfigurableConfigs
+THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+                       "background.threads", "num.network.threads")
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(("max.connections", "max.connection.creation.rate", "num.network.threads"))
+_LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]*\.(.*)")
+
+
+def base_name(name: str) -> str:
+    """`listener.name.<l>.<key>` -> `<key>` (a per-listener override is typed and checked as its base key)."""
+    match = _LISTENER_PREFIX.fullmatch(name)
+    return match.group(1) if match else name
+
+
+def is_static(name: str) -> bool:
+    """A broker key that cannot change at runtime: Kafka's non-dynamic KafkaConfig keys, and minikafka's own."""
+    if name in DYNAMIC_CONFIGS:
+        return False
+    return name in KAFKA_STATIC_CONFIGS or name in BROKER_CONFIG_DEF.keys or name in CLEANER_CONFIG_DEF.keys
 
 
 class DynamicBrokerConfig:
@@ -116,10 +214,10 @@ class DynamicBrokerConfig:
         except (OSError, InvalidConfigError) as error:
             log.warning("Ignoring unreadable dynamic broker config file %s: %s", path, error)
             return {}
-        for name in [n for n in props if n not in DYNAMIC_CONFIGS]:
+        for name in [n for n in props if is_static(n)]:
             log.warning("Ignoring %s in %s: it cannot be updated dynamically", name, path)
             del props[name]
-        return props
+        return {name: _unescape(value) for name, value in props.items()}
 
     # ------------------------------------------------------------------ layers
     def merged_props(self, default_layer: Mapping[str, str], broker_layer: Mapping[str, str]) -> dict[str, str]:
@@ -140,28 +238,69 @@ class DynamicBrokerConfig:
     def layer(self, per_broker: bool) -> dict[str, str]:
         return dict(self.broker_layer if per_broker else self.default_layer)
 
-    def check_names_and_types(self, new_layer: Mapping[str, str]) -> None:
-        """Kafka's DynamicBrokerConfig.validateConfigs: dynamic names only, each value of its declared type."""
-        refused = sorted(name for name in new_layer if name not in DYNAMIC_CONFIGS)
-        if refused:
-            raise InvalidRequestError(f"Cannot update these configs dynamically: {_scala_set(refused)}")
+    def check_names_and_types(self, new_layer: Mapping[str, str], per_broker: bool = True) -> None:
+        """Kafka's DynamicBrokerConfig.validateConfigs: no static key, the listener-only security keys only with a
+        listener prefix, each value of its declared type (and minikafka's rule where it has one), and the per-broker
+        keys only on a broker id. Names neither Kafka nor minikafka knows are stored, as Kafka does."""
+        static = {name for name in new_layer if is_static(name)}
+        if static:
+            raise InvalidRequestError(f"Cannot update these configs dynamically: {_java_set(static)}")
+        unprefixed = {name for name in new_layer if name in DYNAMIC_SECURITY_CONFIGS}
+        if unprefixed:
+            raise InvalidRequestError("These security configs can be dynamically updated only per-listener using "
+                                      f"the listener prefix: {_java_set(unprefixed)}")
         for name, raw in new_layer.items():
-            try:
-                if name == MESSAGE_MAX_BYTES:
-                    TOPIC_CONFIG_DEF.validate_value("max.message.bytes", raw)
-                else:
-                    CLEANER_CONFIG_DEF.validate_value(name, raw)
-            except InvalidConfigError as error:
-                message = (error.message or "").replace("configuration max.message.bytes:",
-                                                        f"configuration {MESSAGE_MAX_BYTES}:")
-                raise InvalidRequestError(message) from None
+            self._check_type(name, raw)
+        if not per_broker:
+            refused = {name for name in new_layer if name in PER_BROKER_CONFIGS or (
+                base_name(name) != name and base_name(name) not in _CLUSTER_LEVEL_LISTENER_CONFIGS)}
+            if refused:
+                raise InvalidRequestError("Cannot update these configs at default cluster level, broker id must be "
+                                          f"specified: {_java_set(refused)}")
+
+    @staticmethod
+    def _check_type(name: str, raw: str) -> None:
+        base = base_name(name)
+        try:
+            if base in CLEANER_CONFIG_DEF.keys:
+                CLEANER_CONFIG_DEF.validate_value(base, raw)
+            elif base in TOPIC_DEFAULT_CONFIGS:
+                TOPIC_CONFIG_DEF.validate_value(TOPIC_DEFAULT_CONFIGS[base], raw)
+            elif base in BROKER_CONFIG_DEF.keys:
+                BROKER_CONFIG_DEF.validate_value(base, raw)
+            elif (key := config_key(base)) is not None:
+                parse_value(key, raw)
+        except InvalidConfigError as error:
+            message = error.message or ""
+            if base in TOPIC_DEFAULT_CONFIGS:
+                message = message.replace(f"configuration {TOPIC_DEFAULT_CONFIGS[base]}:", f"configuration {base}:")
+            raise InvalidRequestError(message) from None
 
     def merged_for(self, per_broker: bool, new_layer: Mapping[str, str]) -> dict[str, str]:
         """The broker props with one layer replaced by `new_layer` (whose names and types are checked first)."""
-        self.check_names_and_types(new_layer)
+        self.check_names_and_types(new_layer, per_broker)
         if per_broker:
-            return self.merged_props(self.default_layer, new_layer)
-        return self.merged_props(new_layer, self.broker_layer)
+            merged = self.merged_props(self.default_layer, new_layer)
+        else:
+            merged = self.merged_props(new_layer, self.broker_layer)
+        self._check_thread_counts(merged)
+        return merged
+
+    def _check_thread_counts(self, merged: Mapping[str, str]) -> None:
+        """Kafka's DynamicThreadPool.validateReconfiguration: a thread count changes by at most half or double.
+        minikafka has no such pools; the values are stored and reported, so the rule is Kafka's."""
+        for name in THREAD_POOL_CONFIGS:
+            default = KAFKA_BROKER_KEYS[name].default or "1"
+            old, new = int(self.current.props.get(name, default)), int(merged.get(name, default))
+            if new == old:
+                continue
+            rule = ("value should be at least 1" if new <= 0 else
+                    f"value should be at least half the current value {old}" if new < old // 2 else
+                    f"value should not be greater than double the current value {old}" if new > old * 2 else None)
+            if rule is not None:
+                raise InvalidRequestError(
+                    "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update "
+                    f"validation failed for {name}={new}, {rule} for configuration Invalid dynamic configuration")
 
     @staticmethod
     def config_of(props: Mapping[str, str]) -> KafkaConfig:
@@ -175,9 +314,11 @@ class DynamicBrokerConfig:
         """Write one layer's file atomically (a worker thread's job: it fsyncs)."""
         file_name = DYNAMIC_BROKER_CONFIG_FILE if per_broker else DYNAMIC_DEFAULT_CONFIG_FILE
         what = f"node {self.node_id}" if per_broker else "cluster default"
-        lines = [f"{name}={value}\n" for name, value in sorted(new_layer.items())]
+        lines = [f"{name}={_escape(value)}\n" for name, value in sorted(new_layer.items())]
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.log_dir / file_name, (_HEADER.format(what=what) + "".join(lines)).encode())
+        path = self.log_dir / file_name
+        atomic_write(path, (_HEADER.format(what=what) + "".join(lines)).encode())
+        path.chmod(0o600)
 
     def commit(self, per_broker: bool, new_layer: Mapping[str, str], new_config: KafkaConfig) -> None:
         """Make a persisted layer and the config merged with it current."""
@@ -198,29 +339,61 @@ class DynamicBrokerConfig:
 
     def broker_entry(self, name: str, value: str | None, config_type: int, documentation: str,
                      default: str | None) -> ConfigEntry:
-        """A per-broker DescribeConfigs entry: synonyms in Kafka's order (node, cluster default, static, default),
-        source and value from the first; read-only unless the name is dynamic."""
-        synonyms = self.dynamic_synonyms(name)
-        if name in self.static_config.props:
-            synonyms.append((name, self.static_config.props[name], SOURCE_STATIC_BROKER_CONFIG))
-        synonyms.append((name, default, SOURCE_DEFAULT_CONFIG))
-        dynamic = synonyms[0][2] in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+        """A per-broker DescribeConfigs entry as Kafka's ConfigHelper.createBrokerConfigEntry: the synonyms of
+        `name`'s group (log.retention.ms/minutes/hours, ...) from the node's layer, the cluster default,
+        server.properties and the built-in defaults, dropped up to the first named `name`; source and value from the
+        first; read-only unless the name is dynamic; a sensitive key's values null."""
+        group = _SYNONYM_GROUPS.get(name, (name,))
+        synonyms: list[tuple[str, str | None, int]] = []
+        for layer, source in ((self.broker_layer, SOURCE_DYNAMIC_BROKER_CONFIG),
+                              (self.default_layer, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              (self.static_config.props, SOURCE_STATIC_BROKER_CONFIG)):
+            synonyms.extend((synonym, layer[synonym], source) for synonym in group if synonym in layer)
+        for synonym in group:  # Kafka's static defaults hold only non-null ones
+            built_in = _GROUP_DEFAULTS.get(synonym, default if synonym == name else None)
+            if built_in is not None:
+                synonyms.append((synonym, built_in, SOURCE_DEFAULT_CONFIG))
+        while synonyms and synonyms[0][0] != name:
+            synonyms.pop(0)
+        source = synonyms[0][2] if synonyms else SOURCE_DEFAULT_CONFIG
+        dynamic = source in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+        if name in _GROUP_DEFAULTS and not dynamic:  # Kafka shows the key's own value (log.retention.ms=null)
+            value = self.static_config.props.get(name, _GROUP_DEFAULTS[name])
+        sensitive = is_sensitive(name)
+        if sensitive:
+            synonyms = [(synonym, None, source) for synonym, _value, source in synonyms]
         return ConfigEntry(
-            name=name, value=synonyms[0][1] if dynamic else value, source=synonyms[0][2], is_sensitive=False,
-            read_only=name not in DYNAMIC_CONFIGS, config_type=config_type, documentation=documentation,
-            synonyms=synonyms,
+            name=name, value=None if sensitive else synonyms[0][1] if dynamic else value, source=source,
+            is_sensitive=sensitive, read_only=name not in DYNAMIC_CONFIGS, config_type=config_type,
+            documentation=documentation, synonyms=synonyms,
         )
+
+    def kafka_key_entries(self, described: set[str]) -> list[ConfigEntry]:
+        """Entries for Kafka's dynamic and sensitive broker keys minikafka does not otherwise describe (Kerberos,
+        thread pools, SSL/SASL settings, ...): their dynamic, static or Kafka default values, like Kafka."""
+        entries = []
+        for name, key in sorted(KAFKA_BROKER_KEYS.items()):
+            if name in described:
+                continue
+            value = self.static_config.props.get(name, key.default)
+            entries.append(self.broker_entry(name, value, key.type.describe_code, "", key.default))
+        # per-listener overrides and names only set dynamically (Kafka lists a config's originals too)
+        for name in sorted({*self.default_layer, *self.broker_layer} - described - set(KAFKA_BROKER_KEYS)):
+            declared = config_key(base_name(name))
+            entries.append(self.broker_entry(name, None, declared.type.describe_code if declared else 0, "", None))
+        return entries
 
     def default_entries(self) -> list[ConfigEntry]:
         """DescribeConfigs of the resource "": only the cluster-default dynamic configs, as Kafka answers."""
         entries = []
         for name, value in sorted(self.default_layer.items()):
             key = config_key(name)
+            shown = None if is_sensitive(name) else value
             entries.append(ConfigEntry(
-                name=name, value=value, source=SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, is_sensitive=False,
+                name=name, value=shown, source=SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, is_sensitive=is_sensitive(name),
                 read_only=False, config_type=key.type.describe_code if key else 0,
                 documentation=key.doc if key else "",
-                synonyms=[(name, value, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)],
+                synonyms=[(name, shown, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)],
             ))
         return entries
 

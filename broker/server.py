@@ -21,9 +21,11 @@ from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cleaner_state import cleaner_state
 from minikafka.broker.compaction_plans import CompactionPlanUploads
 from minikafka.broker.config import KafkaConfig
+from minikafka.broker.console import Console
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
+from minikafka.broker.erasure import Erasure
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
@@ -141,6 +143,9 @@ class KafkaServer:
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
+            self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
+                self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
+            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator).register(self.admin_http)
             try:
                 await self.admin_http.start()
             except OSError as error:

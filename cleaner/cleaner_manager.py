@@ -251,6 +251,13 @@ class LogCleanerManager:
                     lambda: self._states.get(tp, (None, 0))[0] is CleaningState.PAUSED, timeout_s):
                 raise TimeoutError(f"cleaning of {tp[0]}-{tp[1]} did not stop within {timeout_s}s")
 
+    def abort_cleaning(self, tp: TopicPartition, timeout_s: float | None = None) -> None:
+        """Abort a running round of `tp` and wait until it has stopped, leaving the pause count as it was
+        (Kafka's LogCleanerManager.abortCleaning, called when the partition's log is deleted)."""
+        with self._cond:
+            self.abort_and_pause(tp, timeout_s)
+            self.resume(tp)
+
     def resume(self, tp: TopicPartition) -> None:
         with self._cond:
             state = self._states.get(tp)

@@ -111,6 +111,8 @@ class CleanerThread:
     #: the worker process that runs this thread's rounds (`minikafka.log.cleaner.worker.processes`)
     process: CleanWorker | None = None
     current: TopicPartition | None = None
+    #: the log of `current`: the round stops once the broker hosts another log (or none) under that name
+    current_log: UnifiedLog | None = None
     last_stats: CleanerStats = field(default_factory=CleanerStats)
     last_pre_clean_stats: PreCleanStats = field(default_factory=PreCleanStats)
     thread: threading.Thread | None = None
@@ -145,6 +147,7 @@ class LogCleaner:
         self._manual: collections.deque[tuple[CompactionRequest, int]] = collections.deque()
         self._records: dict[TopicPartition, PartitionCleaningRecord] = {}
         self._running = False
+        log_manager.abort_cleaning = self.abort_cleaning
 
     # --------------------------------------------------------------- lifecycle
     def startup(self) -> None:
@@ -312,7 +315,7 @@ class LogCleaner:
             elif result is not None:
                 result.status = "unknown_partition"
         finally:
-            worker.current = None
+            worker.current, worker.current_log = None, None
             if end_offset is None:
                 checkpoint = None
             elif checkpoint_end:
@@ -326,7 +329,7 @@ class LogCleaner:
                    pre_clean: PreCleanStats, plan: RetainedOffsetPlan | None = None) -> tuple[CleanerStats, int]:
         tp = (log.topic, log.partition)
         name = log.topic_partition
-        worker.current = tp
+        worker.current, worker.current_log = tp, log
         if plan is None:
             logger.info("Cleaner %d: Beginning cleaning of log %s", worker.index, name)
         else:
@@ -431,10 +434,10 @@ class LogCleaner:
     def _check_done(self, worker: CleanerThread) -> None:
         if self._shutdown.is_set():
             raise ThreadShutdownError()
-        tp = worker.current
+        tp, log = worker.current, worker.current_log
         if tp is not None:
             self.manager.check_aborted(tp)
-            if self.log_manager.get_log(*tp) is None:
+            if self.log_manager.get_log(*tp) is not log:  # its identity: a recreated topic has a new log
                 raise LogCleaningAbortedError(f"{tp[0]}-{tp[1]} was deleted")
 
     def _hosted(self, log: UnifiedLog) -> bool:
@@ -463,6 +466,11 @@ class LogCleaner:
 
     def resume(self, topic: str, partition: int) -> None:
         self.manager.resume((topic, partition))
+
+    def abort_cleaning(self, topic: str, partition: int, timeout_s: float | None = 60.0) -> None:
+        """Abort a running round of the partition and wait for it to stop, without pausing it afterwards
+        (topic deletion: `LogManager.abort_cleaning`)."""
+        self.manager.abort_cleaning((topic, partition), timeout_s)
 
     # -------------------------------------------------------- manual compaction
     def compaction_target(self, topic: str, partition: int | None) -> TopicMetadata:

@@ -24,7 +24,6 @@ Stateless functions and a read-only value; safe from any thread.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate, islice
@@ -36,6 +35,7 @@ import lz4.frame
 
 from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, RecordBatch
 from minikafka.protocol.records.attributes import COMPRESSION_CODEC_MASK, CompressionType
+from minikafka.protocol.records.batch_header import ATTRIBUTES_OFFSET, HEADER, RECORDS_OFFSET, SCAN_HEADER
 from minikafka.storage.file_records import FileRecords
 
 try:
@@ -43,15 +43,9 @@ try:
 except ImportError:  # pragma: no cover - depends on the aiokafka build
     _CBatch = None
 
-#: base offset, batch length, magic, crc, attributes, last offset delta, max timestamp, producer id, records count
-_RUN_HEADER = struct.Struct(">qi4xbIhi8xqq6xi")
-assert _RUN_HEADER.size == BATCH_HEADER_SIZE
-_SYNTHETIC_HEADER = struct.Struct(">qiibIhiqqqhii")
 #: none / lz4 x create / log-append time
 _PLAIN_ATTRIBUTES = frozenset({0, int(CompressionType.LZ4), 8, 8 | int(CompressionType.LZ4)})
 _SCAN_CHUNK_BYTES = 1 << 20
-_CRC_START = 21  # CRC-32C covers the attributes to the end of the batch
-_RECORDS_START = BATCH_HEADER_SIZE
 
 
 def _length_prefix(section_size: int) -> bytes:
@@ -120,7 +114,7 @@ class OneRecordRun:
         """Whether every batch's stored CRC-32C matches its bytes (`RecordBatch.ensure_valid`'s CRC check; the
         scan already checked magic, length, records count and codec)."""
         view = memoryview(self.chunk)
-        starts = map(add, self.positions, [_CRC_START] * len(self.positions))
+        starts = map(add, self.positions, [ATTRIBUTES_OFFSET] * len(self.positions))
         ends = map(add, self.positions, self.sizes)
         return all(map(eq, map(crc32c.crc32c, map(view.__getitem__, map(slice, starts, ends))), self.crcs))
 
@@ -131,7 +125,7 @@ class OneRecordRun:
             return None
         count = len(self.positions)
         chunk = self.chunk
-        starts = map(add, self.positions, [_RECORDS_START] * count)
+        starts = map(add, self.positions, [RECORDS_OFFSET] * count)
         sections = list(map(chunk.__getitem__, map(slice, starts, map(add, self.positions, self.sizes))))
         try:
             if any(self.attributes):
@@ -141,7 +135,7 @@ class OneRecordRun:
             if not all(map(bytes.startswith, sections, map(_PREFIXES.__getitem__, map(len, sections)))):
                 return None
             body = b"".join(sections)
-            header = _SYNTHETIC_HEADER.pack(0, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC_V2, 0, 0, 0,
+            header = HEADER.pack(0, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body), -1, MAGIC_V2, 0, 0, 0,
                                             0, 0, -1, -1, -1, count)
             records = list(_CBatch(header + body))
         except Exception:  # a bad section or codec failure: the generic path reports it batch by batch
@@ -155,7 +149,7 @@ def scan_segment(log: FileRecords, start_position: int = 0) -> Iterator[RecordBa
     left to `FileRecords.batches`, so the same batches come out and the same errors are raised."""
     end = log.size_bytes
     position = start_position
-    unpack = _RUN_HEADER.unpack_from
+    unpack = SCAN_HEADER.unpack_from
     plain = _PLAIN_ATTRIBUTES
     while position + LOG_OVERHEAD <= end:
         chunk = log.read(position, min(_SCAN_CHUNK_BYTES, end - position))

@@ -32,6 +32,7 @@ from minikafka.protocol.records.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
 )
+from minikafka.protocol.records.batch_header import CRC_COVERED_HEADER, PREFIX
 from minikafka.protocol.records.builder import build_batch
 from minikafka.protocol.records.compression import compress
 
@@ -42,8 +43,6 @@ except ImportError:  # pragma: no cover - depends on the aiokafka build
     _CBatch = None
     _CBuilder = None
 
-_CRC_COVERED_HEADER = struct.Struct(">hiqqqhii")
-_PREFIX = struct.Struct(">qiib")
 _UINT32 = struct.Struct(">I")
 _MAX_BATCH_SIZE_BYTES = 2**31 - 1
 # length 6 | attributes 0 | timestamp delta 0 | offset delta 0 | key -1 | value -1 | 0 headers
@@ -187,12 +186,12 @@ def encode_batch(
                                                          | CONTROL_FLAG_MASK))
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_FLAG_MASK
-    crc_covered = bytearray(_CRC_COVERED_HEADER.pack(
+    crc_covered = bytearray(CRC_COVERED_HEADER.pack(
         attributes, batch.last_offset_delta, base_timestamp, top if max_timestamp is None else max_timestamp,
         batch.producer_id, batch.producer_epoch, batch.base_sequence, len(retained)))
     crc_covered += section
-    batch_length = len(crc_covered) + (BATCH_HEADER_SIZE - LOG_OVERHEAD - _CRC_COVERED_HEADER.size)
-    out = bytearray(_PREFIX.pack(base_offset, batch_length, batch.partition_leader_epoch, MAGIC_V2))
+    batch_length = len(crc_covered) + (BATCH_HEADER_SIZE - LOG_OVERHEAD - CRC_COVERED_HEADER.size)
+    out = bytearray(PREFIX.pack(base_offset, batch_length, batch.partition_leader_epoch, MAGIC_V2))
     out += _UINT32.pack(crc32c.crc32c(crc_covered))
     out += crc_covered
     return bytes(out)

@@ -7,15 +7,15 @@ the tracked end. Not thread-safe on its own: the owning log's lock serialises ap
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch
+from minikafka.protocol.records.batch_header import HEADER_TO_LAST_OFFSET_DELTA, LENGTH_PREFIX
 
-_LENGTH = struct.Struct(">qi")
-_HEADER_PREFIX = struct.Struct(">qiibIhi")  # base offset .. last offset delta (27 bytes)
+_LENGTH = LENGTH_PREFIX
+_HEADER_PREFIX = HEADER_TO_LAST_OFFSET_DELTA
 _SCAN_CHUNK_BYTES = 1 << 20
 
 

@@ -6,7 +6,8 @@ Order (Kafka's LogLoader, spec §2.8):
    above it (an incomplete multi-segment swap), then every `*.cleaned` file;
 3. for each remaining `.log.swap`, delete the live segment files whose base offset is inside the swap
    segment's `[base, next offset)` range, then rename every `*.swap` file to its live name;
-4. open the segments; rebuild the indexes of any segment whose index is missing or fails its sanity check;
+4. open the segments; rebuild the indexes of any segment whose index is missing or, from the segment holding the
+   recovery point on, fails its sanity check (older segments' indexes are trusted and read lazily, as Kafka's);
 5. without a clean shutdown, recover (validate + truncate torn tail + rebuild indexes) every segment from the
    one holding the recovery point; a segment that had to be truncated drops every later segment.
    Recovering a segment replays its producer batches into a throwaway producer state that starts as of the
@@ -119,10 +120,12 @@ class LogLoader:
         self.remove_temp_files_and_complete_swaps()
         bases = sorted(b for b in (_base_offset(p) for p in self.dir.glob("*" + LOG_SUFFIX)) if b is not None)
         segments: list[LogSegment] = []
-        for base in bases:
+        for i, base in enumerate(bases):
             segment = self._new_segment(base)
+            # a segment wholly below the recovery point was flushed: its indexes are trusted and left unread
+            below_recovery_point = i + 1 < len(bases) and bases[i + 1] <= self.recovery_point
             try:
-                segment.sanity_check()
+                segment.sanity_check(check_indexes=not below_recovery_point)
             except IndexCorruptError as exc:
                 logger.warning("Rebuilding indexes of %s: %s", segment.log.path, exc)
                 segment.recover(self._producer_state_at(segments, base))

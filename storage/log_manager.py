@@ -15,7 +15,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +82,10 @@ class TopicMetadata:
 class LogManager:
     """Owns the UnifiedLogs of one log dir and the topic registry.
 
-    Thread-safe: an RLock guards the registry and the log map; each UnifiedLog has its own lock.
+    Thread-safe. `_lock` guards the in-memory registry and the log map and is held for memory work only: the
+    event loop takes it for every lookup. `_registry_lock` serialises the admin changes (create, delete, add
+    partitions, alter configs), which open logs, write files and wait for the cleaner under it; the event loop
+    never takes it. Each UnifiedLog has its own lock.
     """
 
     def __init__(self, log_dir: Path, broker_props: Mapping[str, str], clock: Clock) -> None:
@@ -90,6 +93,7 @@ class LogManager:
         self.broker_props = dict(broker_props)
         self.clock = clock
         self._lock = threading.RLock()
+        self._registry_lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}  # topic id -> name, kept with _topics (Fetch v13+ per request)
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
@@ -105,6 +109,9 @@ class LogManager:
         #: `minikafka.log.dir.min.free.bytes`, shared by the logs of client topics (None: no floor)
         self.space_guard = FreeSpaceGuard(self.log_dir, min_free_bytes) if min_free_bytes else None
         self.started = False
+        #: aborts any cleaning round of a partition and waits for it to stop (the LogCleaner registers it;
+        #: Kafka's LogManager.asyncDelete calls cleaner.abortCleaning): called before a deleted log is closed
+        self.abort_cleaning: Callable[[str, int], None] | None = None
 
     # ------------------------------------------------------------------ startup
     def startup(self) -> None:
@@ -177,19 +184,20 @@ class LogManager:
             for name, entry in raw.get("topics", {}).items()
         }
 
-    def _write_registry(self) -> None:
+    def _write_registry(self, topics: Mapping[str, TopicMetadata]) -> None:
+        """Replace the registry file with `topics`. Caller holds `_registry_lock` (not `_lock`: it fsyncs)."""
         data = {"version": 1, "topics": {
             name: {"topic_id": str(meta.topic_id), "num_partitions": meta.num_partitions,
                    "config_overrides": meta.config_overrides}
-            for name, meta in sorted(self._topics.items())}}
+            for name, meta in sorted(topics.items())}}
         atomic_write(self.log_dir / TOPIC_REGISTRY_FILE, json.dumps(data, indent=1).encode())
 
     # ------------------------------------------------------------------- admin
     def create_topic(self, name: str, num_partitions: int, config_overrides: Mapping[str, str],
                      validate_only: bool = False) -> TopicMetadata:
         validate_topic_name(name)
-        with self._lock:
-            if name in self._topics:
+        with self._registry_lock:
+            if name in self.topics():
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
             if num_partitions == -1:
                 num_partitions = int(self.broker_props.get("num.partitions", "1"))
@@ -202,15 +210,15 @@ class LogManager:
                 return meta
             with self._storage_errors(f"creating topic {name}"):
                 logs = self._open_new_logs(meta, range(num_partitions))
-                self._topics[name] = meta
-                self._names_by_id[meta.topic_id] = name
                 try:
-                    self._write_registry()
+                    self._write_registry({**self.topics(), name: meta})
                 except BaseException:
-                    del self._topics[name], self._names_by_id[meta.topic_id]
                     self._discard_new_logs(logs)
                     raise
-            self._logs.update(((name, partition), log) for partition, log in logs.items())
+            with self._lock:  # the topic appears with all its logs at once
+                self._topics[name] = meta
+                self._names_by_id[meta.topic_id] = name
+                self._logs.update(((name, partition), log) for partition, log in logs.items())
             return meta
 
     def _open_new_logs(self, meta: TopicMetadata, partitions: range) -> dict[int, UnifiedLog]:
@@ -253,18 +261,38 @@ class LogManager:
         return meta
 
     def delete_topic(self, name: str) -> None:
-        with self._lock:
-            meta = self._require(name)
-            del self._topics[name]
-            self._names_by_id.pop(meta.topic_id, None)
-            self._write_registry()
-            logs = [self._logs.pop((name, p)) for p in range(meta.num_partitions) if (name, p) in self._logs]
+        """Forget the topic, abort and wait for any cleaning round of its partitions (Kafka's
+        LogManager.asyncDelete -> abortCleaning), then close the logs and remove their directories. A topic of
+        the same name cannot be created before this returns (`_registry_lock`), so a round of the old log
+        never writes into the new one's directory."""
+        with self._registry_lock:
+            with self._lock:
+                meta = self._require(name)
+                del self._topics[name]
+                self._names_by_id.pop(meta.topic_id, None)
+                logs = {p: self._logs.pop((name, p)) for p in range(meta.num_partitions) if (name, p) in self._logs}
+                topics = dict(self._topics)
+            try:
+                self._write_registry(topics)
+            except BaseException:
+                with self._lock:
+                    self._topics[name] = meta
+                    self._names_by_id[meta.topic_id] = name
+                    self._logs.update(((name, partition), log) for partition, log in logs.items())
+                raise
+            if self.abort_cleaning is not None:
+                for partition in logs:
+                    self.abort_cleaning(name, partition)
+            self._remove_deleted_logs(list(logs.values()))
+            self._remove_cleaner_checkpoints(name)
+
+    @staticmethod
+    def _remove_deleted_logs(logs: list[UnifiedLog]) -> None:
         for log in logs:
             log.close()
             target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             log.dir.rename(target)
             shutil.rmtree(target, ignore_errors=True)
-        self._remove_cleaner_checkpoints(name)
 
     def _remove_cleaner_checkpoints(self, topic: str) -> None:
         """A deleted partition's line leaves `cleaner-offset-checkpoint` (Kafka's updateCheckpoints with
@@ -293,8 +321,9 @@ class LogManager:
             log.mark_offline(reason)
 
     def create_partitions(self, name: str, new_total: int, validate_only: bool = False) -> None:
-        with self._lock:
-            meta = self._require(name)
+        with self._registry_lock:
+            with self._lock:
+                meta = self._require(name)
             if new_total < meta.num_partitions:
                 raise InvalidPartitionsError(
                     f"Topic currently has {meta.num_partitions} partitions, which is higher than the "
@@ -305,27 +334,31 @@ class LogManager:
                 return
             with self._storage_errors(f"adding partitions to {name}"):
                 logs = self._open_new_logs(meta, range(meta.num_partitions, new_total))
-                old_total, meta.num_partitions = meta.num_partitions, new_total
+                grown = TopicMetadata(meta.name, meta.topic_id, new_total, meta.config_overrides)
                 try:
-                    self._write_registry()
+                    self._write_registry({**self.topics(), name: grown})
                 except BaseException:
-                    meta.num_partitions = old_total
                     self._discard_new_logs(logs)
                     raise
-            self._logs.update(((name, partition), log) for partition, log in logs.items())
+            with self._lock:
+                meta.num_partitions = new_total
+                self._logs.update(((name, partition), log) for partition, log in logs.items())
 
     def alter_topic_config(self, name: str, overrides: Mapping[str, str], validate_only: bool = False) -> None:
         """Replace the topic's overrides (AlterConfigs semantics) and apply them to its logs."""
-        with self._lock:
-            meta = self._require(name)
+        with self._registry_lock:
+            with self._lock:
+                meta = self._require(name)
             new_overrides = {k: str(v) for k, v in overrides.items()}
             config = LogConfig.from_props(new_overrides, self.broker_props)
             if validate_only:
                 return
-            meta.config_overrides = new_overrides
-            self._write_registry()
-            for partition in range(meta.num_partitions):
-                log = self._logs.get((name, partition))
+            self._write_registry({**self.topics(), name: TopicMetadata(meta.name, meta.topic_id, meta.num_partitions,
+                                                                       new_overrides)})
+            with self._lock:
+                meta.config_overrides = new_overrides
+                logs = [self._logs.get((name, partition)) for partition in range(meta.num_partitions)]
+            for log in logs:
                 if log is not None:
                     log.update_config(config)
 

@@ -18,12 +18,13 @@ from pathlib import Path
 
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
+from minikafka.protocol.records.batch_header import LENGTH_OFFSET
 from minikafka.storage.file_records import FileRecords
 from minikafka.storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
 from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction, TransactionIndex
 
-_BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, 8 bytes into its header
+_BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, at LENGTH_OFFSET
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class LogSegment:
         timestamp, offset = self.time_index.last_entry
         if timestamp >= 0:
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = timestamp, offset
-        _, start_position = self.offset_index.lookup(self.offset_index.last_offset)
+        _, start_position = self.offset_index.last_entry  # the file's last entry: the index stays unread
         if start_position >= self.log.size_bytes:
             start_position = 0
         first = self.log.read_batch(0)
@@ -140,12 +141,15 @@ class LogSegment:
             self.max_timestamp_so_far = max_timestamp
             self.offset_of_max_timestamp_so_far = last_offset
 
-    def sanity_check(self) -> None:
-        """Raise IndexCorruptError if either index is inconsistent with the log (caller then recovers)."""
+    def sanity_check(self, *, check_indexes: bool = True) -> None:
+        """Raise IndexCorruptError if an index is missing or inconsistent with the log (caller then recovers).
+        Without `check_indexes` (a segment below the recovery point) the offset and time indexes are not read:
+        Kafka's LogSegment.sanityCheck skips them too, and they stay unloaded until a lookup needs them."""
         if self.size_bytes and (self.offset_index.created_new or self.time_index.created_new):
             raise IndexCorruptError(f"missing index for segment {self.base_offset}")
-        self.offset_index.sanity_check(self.log.size_bytes)
-        self.time_index.sanity_check(self.next_offset)
+        if check_indexes:
+            self.offset_index.sanity_check(self.log.size_bytes)
+            self.time_index.sanity_check(self.next_offset)
         self.txn_index.sanity_check()
 
     @property
@@ -300,7 +304,7 @@ class LogSegment:
         size = len(data)
         unpack_length = _BATCH_LENGTH.unpack_from
         while end + LOG_OVERHEAD <= size:
-            next_end = end + unpack_length(data, end + 8)[0] + LOG_OVERHEAD
+            next_end = end + unpack_length(data, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
             if next_end > size:
                 break
             end = next_end
@@ -380,9 +384,21 @@ class LogSegment:
 
     # ------------------------------------------------------------------ files
     def flush(self) -> None:
+        self.write_pending_index_entries()
+        self.fsync()
+
+    def write_pending_index_entries(self) -> None:
+        """The indexes' entries held in memory to their files (page cache only; caller holds the log lock)."""
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
+
+    def fsync(self) -> None:
+        """fsync the four files as they are now. Needs no lock (Kafka's flush outside the log lock): appends and
+        index writes may run meanwhile, and what they add is covered by a later flush. A file closed meanwhile
+        (the segment deleted) raises OSError or ValueError; the caller checks whether the segment is still live."""
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        self.offset_index.fsync()
+        self.time_index.fsync()
         self.txn_index.flush()
 
     def close(self) -> None:

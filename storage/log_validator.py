@@ -25,6 +25,7 @@ from minikafka.protocol.records import (
     build_batch,
     iter_batches,
 )
+from minikafka.protocol.records.batch_header import MAGIC_OFFSET, magic
 from minikafka.storage.config_def import LONG_MAX
 from minikafka.storage.log_config import LogConfig
 
@@ -51,8 +52,8 @@ class LogValidator:
         view = memoryview(records)
         if len(view) < LOG_OVERHEAD:
             raise CorruptMessageError(f"record set of {len(view)} bytes is too small for a batch header")
-        if len(view) > 16 and view[16] != MAGIC_V2:
-            raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {view[16]}")
+        if len(view) > MAGIC_OFFSET and magic(view) != MAGIC_V2:
+            raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {magic(view)}")
         batches = list(iter_batches(view))
         if not batches:
             raise CorruptMessageError(f"record batch in {len(view)} bytes is truncated")

@@ -23,6 +23,7 @@ from minikafka.protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from minikafka.protocol.records import (
     RecordBatch,
     TimestampType,
+    batch_header,
     build_control_batch,
     set_base_offset,
     set_max_timestamp_and_type,
@@ -99,10 +100,9 @@ def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Itera
 def _last_offset(data: bytes | memoryview) -> int:
     """Last offset of the last whole batch in `data` (whole batches only)."""
     position, last = 0, -1
-    while position + 12 <= len(data):
-        last = int.from_bytes(data[position:position + 8], "big") + \
-            int.from_bytes(data[position + 23:position + 27], "big")
-        position += int.from_bytes(data[position + 8:position + 12], "big") + 12
+    while position + batch_header.LOG_OVERHEAD <= len(data):
+        last = batch_header.last_offset(data, position)
+        position += batch_header.batch_size(data, position)
     return last
 
 
@@ -129,8 +129,11 @@ def parse_topic_partition(dir: Path) -> tuple[str, int]:
 class UnifiedLog:
     """Owns one `<topic>-<partition>` directory: its segments, offsets, producer state and recovery point.
 
-    Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the
-    broker's IO threads, its timers and the cleaner threads may call in concurrently.
+    Thread-safe: an internal RLock guards appends, reads, rolls, segment-list changes and offsets, so the event
+    loop (appends, reads, offsets), the housekeeping threads of `asyncio.to_thread` (flush, retention, rolls) and
+    the cleaner threads may call in concurrently. The lock is held for memory work and page-cache writes only:
+    fsyncs (`flush`, `flush_rolled_segments`), the validation of appended batches (decompression, recompression),
+    unlinks of deleted segments and the cleaner's reads run without it.
     """
 
     def __init__(
@@ -257,11 +260,14 @@ class UnifiedLog:
     # ------------------------------------------------------------------- append
     def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0) -> LogAppendInfo:
         """Validate one client batch, assign offsets, roll if needed and append (see module docs)."""
+        self._check_online()
+        now_ms = self.clock.time_ms()
+        config = self.config
+        # Validation (decompressing, checking keys, recompressing into the topic's codec) needs only the batch and
+        # the config: it runs before the lock, which the cleaner's swap and the flusher also take.
+        batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
         with self._lock, storage_errors(self.topic_partition, self):
             self._check_online()
-            now_ms = self.clock.time_ms()
-            config = self.config
-            batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
             if batch.producer_id >= 0:
                 duplicate = self.producer_state.check_append(batch, self._log_end_offset)
                 if duplicate is not None:
@@ -611,26 +617,42 @@ class UnifiedLog:
             target = self.active_segment.base_offset
         if not pending:
             return
-        with storage_errors(self.topic_partition, self):
-            for segment in pending:
-                try:
-                    segment.flush()
-                except (OSError, ValueError):
-                    with self._lock:
-                        if segment in self._segments:  # not deleted by retention or a swap meanwhile
-                            raise
-            fsync_dir(self.dir)
+        self._fsync_outside_lock(pending)
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
 
     def flush(self) -> None:
-        with self._lock, storage_errors(self.topic_partition, self):
-            for segment in self._segments:
-                if segment.next_offset > self.recovery_point or segment is self.active_segment:
-                    segment.flush()
-            self.recovery_point = self._log_end_offset
-            self.unflushed_messages = 0
+        """Make everything appended so far durable and move the recovery point to it (Kafka's
+        UnifiedLog.flush): the lock is held only to note the log end offset and write the indexes' pending
+        entries to the page cache, and again to mark the flushed offset; the fsyncs run without it, so
+        appends and reads on the event loop never wait for the disk."""
+        with self._lock:
+            target = self._log_end_offset
+            flushed_messages = self.unflushed_messages
+            active = self.active_segment
+            pending = [s for s in self._segments if s.next_offset > self.recovery_point or s is active]
+            with storage_errors(self.topic_partition, self):
+                for segment in pending:
+                    segment.write_pending_index_entries()
+        self._fsync_outside_lock(pending, directory=False)
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self.unflushed_messages = max(0, self.unflushed_messages - flushed_messages)
             self.last_flush_ms = self.clock.time_ms()
+
+    def _fsync_outside_lock(self, segments: list[LogSegment], *, directory: bool = True) -> None:
+        """fsync `segments` and the directory without holding the lock; a segment deleted meanwhile (retention,
+        a cleaner swap: its files closed) is skipped, any other failure is a storage error."""
+        with storage_errors(self.topic_partition, self):
+            for segment in segments:
+                try:
+                    segment.fsync()
+                except (OSError, ValueError):
+                    with self._lock:
+                        if segment in self._segments:  # not deleted by retention or a swap meanwhile
+                            raise
+            if directory:
+                fsync_dir(self.dir)
 
     def close(self) -> None:
         with self._lock:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
+from tests.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 
 pytest_plugins = ["pytester", "tests.disk_faults"]  # disk_fault: the storage fault-injection seam

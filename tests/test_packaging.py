@@ -54,6 +54,9 @@ def test_the_wheel_holds_every_source_module_under_minikafka_and_nothing_at_the_
         missing = sources - names
         assert not missing, f"pyproject.toml's package list misses {sorted(missing)}"
         assert f"minikafka/{folder}/py.typed" in names
+    static = {f"minikafka/{path.relative_to(REPO_ROOT).as_posix()}"
+              for path in (REPO_ROOT / "broker" / "console" / "static").iterdir()}
+    assert static and static <= names, f"the console's static files are not package data: {sorted(static - names)}"
 
 
 def test_the_wheel_declares_the_console_script_and_the_pytest_plugin(wheel: Path) -> None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minikafka.broker.groups.assignors import Assignment, MemberSubscription, TopicInfo, assign
 from minikafka.broker.groups.consumer_group import (
@@ -110,6 +110,9 @@ class HeartbeatRequestData:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: The topics among the given names the member may DESCRIBE (Kafka resolves a group's regular expressions
+    #: with the authorizer and the context of the member whose heartbeat triggered it); None: every topic.
+    describable_topics: Callable[[Iterable[str]], set[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,23 @@ class ConsumerGroupCoordinator:
         self.timers = MemberTimers(lambda: coordinator.scheduler)
         self.classic = ClassicProtocolMembers(self)
         self.conversion = GroupConversion(self)
+        #: group id -> subscribed regex -> the topic names it resolved to (Kafka's ResolvedRegularExpression,
+        #: kept in memory: resolved again at every heartbeat of the group's members).
+        self.resolved_regexes: dict[str, dict[str, frozenset[str]]] = {}
+        #: a group's configs (GROUP config resources) by group id; None = the broker's `group.consumer.*` only
+        self.group_configs: Callable[[str], Mapping[str, Any]] | None = None
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's `consumer.session.timeout.ms`, else `group.consumer.session.timeout.ms`."""
+        if self.group_configs is None:
+            return self.config.session_timeout_ms
+        return int(self.group_configs(group_id)["consumer.session.timeout.ms"])
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's `consumer.heartbeat.interval.ms`, else `group.consumer.heartbeat.interval.ms`."""
+        if self.group_configs is None:
+            return self.config.heartbeat_interval_ms
+        return int(self.group_configs(group_id)["consumer.heartbeat.interval.ms"])
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -242,6 +262,8 @@ class ConsumerGroupCoordinator:
                                     else member.subscribed_topic_regex),
             client_id=request.client_id, client_host=request.client_host, classic=None,
         )
+        self._resolve_regexes(group_id, [*(m for mid, m in group.members.items() if mid != member_id), updated],
+                              request.describable_topics)
         reconciled = self.update_member(group, member, updated, replaced, request.owned, records)
         error = self.write(group_id, records)
         if error is not ErrorCode.NONE:
@@ -261,7 +283,7 @@ class ConsumerGroupCoordinator:
             and request.owned is not None)
         changed = dict(reconciled.assigned) != dict(member.assigned)
         return HeartbeatResult(ErrorCode.NONE, None, member_id, reconciled.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               self.heartbeat_interval_ms(group_id),
                                dict(reconciled.assigned) if full or changed else None)
 
     def _group_for(self, request: HeartbeatRequestData, classic: GroupMetadata | None,
@@ -303,7 +325,7 @@ class ConsumerGroupCoordinator:
         if replaced is not None:
             members.pop(replaced, None)
         group_epoch = group.group_epoch
-        metadata = self._subscription_metadata(members.values())
+        metadata = self._subscription_metadata(group_id, members.values())
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group_id, metadata))
             bump = True
@@ -379,18 +401,40 @@ class ConsumerGroupCoordinator:
                                f"epoch ({epoch}) than the one known by the group coordinator "
                                f"({member.member_epoch}).")
 
-    def _subscribed(self, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo]) -> set[str]:
+    def _resolve_regexes(self, group_id: str, members: Iterable[ConsumerGroupMember],
+                         describable: Callable[[Iterable[str]], set[str]] | None) -> None:
+        """Kafka's TopicRegexResolver: every regex of the group matched in full against every topic of the
+        cluster (internal ones included), then filtered to the topics the heartbeating member may DESCRIBE."""
+        regexes = {member.subscribed_topic_regex for member in members if member.subscribed_topic_regex}
+        if not regexes:
+            self.resolved_regexes.pop(group_id, None)
+            return
+        names = list(self.topic_image.topics())
+        resolved = {regex: {name for name in names if re.fullmatch(regex, name)} for regex in regexes}
+        if describable is not None:
+            allowed = describable({name for matched in resolved.values() for name in matched})
+            resolved = {regex: matched & allowed for regex, matched in resolved.items()}
+        self.resolved_regexes[group_id] = {regex: frozenset(matched) for regex, matched in resolved.items()}
+
+    def _subscribed(self, group_id: str, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo]) -> set[str]:
         names = {name for name in member.subscribed_topic_names if name in topics}
-        if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names |= {name for name in topics if not name.startswith("__") and pattern.fullmatch(name)}
+        regex = member.subscribed_topic_regex
+        if regex:
+            resolved = self.resolved_regexes.get(group_id, {}).get(regex)
+            if resolved is None:
+                # Not resolved since this broker loaded the group: keep the topics the regex was resolved to
+                # before (the persisted subscription metadata) until a member's heartbeat resolves it again.
+                group = self.groups.get(group_id)
+                known = group.subscription_metadata if group is not None else {}
+                resolved = frozenset(name for name in known if re.fullmatch(regex, name))
+            names |= {name for name in resolved if name in topics}
         return names
 
-    def _subscription_metadata(self, members: Iterable[ConsumerGroupMember]) -> dict[str, TopicInfo]:
+    def _subscription_metadata(self, group_id: str, members: Iterable[ConsumerGroupMember]) -> dict[str, TopicInfo]:
         topics = self.topic_image.topics()
         names: set[str] = set()
         for member in members:
-            names |= self._subscribed(member, topics)
+            names |= self._subscribed(group_id, member, topics)
         return {name: topics[name] for name in sorted(names)}
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
@@ -405,7 +449,8 @@ class ConsumerGroupCoordinator:
         for member_id, member in members.items():
             current = group.target.get(replaced if replaced and member_id not in group.target else member_id, {})
             subscriptions[member_id] = MemberSubscription(
-                frozenset(metadata[name].topic_id for name in self._subscribed(member, metadata)), current)
+                frozenset(metadata[name].topic_id for name in self._subscribed(group.group_id, member, metadata)),
+                current)
         return assign(self.preferred_assignor(members.values()), subscriptions, by_id)
 
     def write(self, group_id: str, records: list[RecordKV]) -> ErrorCode:
@@ -453,7 +498,7 @@ class ConsumerGroupCoordinator:
             return self.conversion.downgrade(group, member_ids)
         records = [record for member_id in member_ids for record in member_tombstones(group.group_id, member_id)]
         remaining = [member for mid, member in group.members.items() if mid not in member_ids]
-        metadata = self._subscription_metadata(remaining)
+        metadata = self._subscription_metadata(group.group_id, remaining)
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group.group_id, metadata))
         records.append(group_epoch_record(group.group_id, group.group_epoch + 1))
@@ -466,6 +511,7 @@ class ConsumerGroupCoordinator:
 
     def delete(self, group: ConsumerGroup) -> ErrorCode:
         """DeleteGroups / expiry of an Empty consumer group: its records are tombstoned."""
+        self.resolved_regexes.pop(group.group_id, None)
         records = group_tombstones(group.group_id)
         error = self.write(group.group_id, records)
         if error is ErrorCode.NONE:
@@ -482,7 +528,8 @@ class ConsumerGroupCoordinator:
             if group is not None and member_id in group.members:
                 self.fence(group, member_id)
 
-        timeout_ms = member.classic.session_timeout_ms if member.classic is not None else self.config.session_timeout_ms
+        timeout_ms = (member.classic.session_timeout_ms if member.classic is not None
+                      else self.session_timeout_ms(group_id))
         self.timers.schedule(TimerKind.SESSION, group_id, member_id, timeout_ms, expire)
 
     def _maybe_schedule_revocation(self, group_id: str, before: ConsumerGroupMember,
@@ -502,7 +549,7 @@ class ConsumerGroupCoordinator:
                     and member.member_epoch == epoch):
                 self.fence(group, after.member_id)
 
-        timeout_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else self.config.session_timeout_ms
+        timeout_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else self.session_timeout_ms(group_id)
         self.timers.schedule(TimerKind.REVOCATION, group_id, after.member_id, timeout_ms, expire)
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------------------

@@ -3,13 +3,18 @@
 Shared by the group coordinator (`__consumer_offsets`) and the transaction coordinator
 (`__transaction_state`): which partition owns a key (Kafka's partitionFor), creation of the topic on first
 use, keyed appends with the coordinator's mapping of append errors, and the load of every partition on
-startup (COORDINATOR_LOAD_IN_PROGRESS meanwhile). Event-loop thread only; not thread-safe.
+startup (COORDINATOR_LOAD_IN_PROGRESS meanwhile). A load runs on the event loop in slices of at most
+`LOAD_SLICE_MS` (Kafka loads on a thread of its own; here the cache is the loop's, so the load yields instead): a
+broker restarting onto a large `__consumer_offsets` keeps answering every other request while it loads.
+Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Iterator
 from typing import ClassVar
 
 from minikafka.broker.groups.coordinator_records import partition_for
@@ -18,6 +23,12 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.clock import Clock
 
 log = logging.getLogger(__name__)
+
+#: the longest a coordinator load keeps the event loop before it lets other requests run
+LOAD_SLICE_MS = 5
+#: the pause after each slice: a request needs a few loop iterations (read, handle, write), which a bare
+#: `sleep(0)` would interleave with further slices
+LOAD_PAUSE_MS = 1
 
 
 class CoordinatorPartitions:
@@ -73,17 +84,25 @@ class CoordinatorPartitions:
 
     # -- loading -----------------------------------------------------------------------------------------
     async def load_all(self) -> None:
-        """Rebuild the cache from every partition, yielding to the event loop between partitions."""
+        """Rebuild the cache from every partition, giving the event loop `LOAD_PAUSE_MS` after every
+        `LOAD_SLICE_MS` of work (the steps of `load_partition`) and between partitions. `loading` is set
+        meanwhile, here only."""
         partitions = self.topic.num_partitions()
         if partitions is None:
             return
         self.loading = True
         try:
             for partition in range(partitions):
-                self.load_partition(partition)
+                slice_ends = time.monotonic() + LOAD_SLICE_MS / 1000
+                for _ in self.load_partition(partition):
+                    if time.monotonic() >= slice_ends:
+                        await asyncio.sleep(LOAD_PAUSE_MS / 1000)
+                        slice_ends = time.monotonic() + LOAD_SLICE_MS / 1000
                 await asyncio.sleep(0)
         finally:
             self.loading = False
 
-    def load_partition(self, partition: int) -> None:
+    def load_partition(self, partition: int) -> Iterator[None]:
+        """Replay one partition into the cache, yielding after each small step (a batch, a record, a group)
+        so that `load_all` can pause it; nothing outside the coordinator reads the cache until `loading` ends."""
         raise NotImplementedError

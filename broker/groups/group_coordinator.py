@@ -78,6 +78,7 @@ class GroupCoordinator:
         coordinator = cls(config, manager, LoopScheduler(), clock)
         coordinator.consumer = ConsumerGroupCoordinator(
             coordinator, ConsumerGroupConfig.from_props(props), ReplicaTopicImage(replica_manager))
+        coordinator.consumer.group_configs = admin.group_configs.effective
         return coordinator
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -85,11 +86,7 @@ class GroupCoordinator:
         """Rebuild every group from `__consumer_offsets`. The broker already listens: until this returns,
         group requests are answered COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka does."""
         self.active = True
-        self.manager.loading = True
-        try:
-            await self.manager.load_all()
-        finally:
-            self.manager.loading = False
+        await self.manager.load_all()
         for group in self.manager.groups.values():
             for member in group.members.values():
                 self.rebalancer.schedule_heartbeat(group, member)
@@ -185,9 +182,7 @@ class GroupCoordinator:
         if request.group_instance_id is not None:
             old_member_id = group.static_member_id(request.group_instance_id)
             if old_member_id is not None and group.has(old_member_id):
-                self._replace_static_member(
-                    group, request.group_instance_id, old_member_id, new_member_id, request.protocols, callback
-                )
+                self._replace_static_member(group, request, old_member_id, new_member_id, callback)
                 return
         elif request.require_known_member_id:
             group.pending_members.add(new_member_id)
@@ -199,13 +194,17 @@ class GroupCoordinator:
     def _replace_static_member(
         self,
         group: GroupMetadata,
-        instance_id: str,
+        request: JoinGroupRequestData,
         old_member_id: str,
         new_member_id: str,
-        protocols: list[tuple[str, bytes]],
         callback: JoinCallback,
     ) -> None:
-        """A known static member rejoined without its member id: fence the old id, keep the assignment."""
+        """A known static member rejoined without its member id (KIP-345; Kafka's
+        `updateStaticMemberThenRebalanceOrCompleteJoin`): fence the old id and take over its place. In Stable,
+        when the group's protocol for the next generation stays the same, the new id is persisted and the member
+        keeps its assignment without a rebalance; in CompletingRebalance a rebalance is forced (the leader may
+        already be assigning to the old id); in PreparingRebalance it joins the running one."""
+        assert request.group_instance_id is not None
         old = group.members[old_member_id]
         if old.join_callback is not None:
             old.join_callback(JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
@@ -214,14 +213,37 @@ class GroupCoordinator:
             old.sync_callback(SyncGroupResult(ErrorCode.FENCED_INSTANCE_ID))
             old.sync_callback = None
         self.rebalancer.cancel_heartbeat(group.group_id, old_member_id)
-        member = group.replace_static_member(instance_id, old_member_id, new_member_id)
+        current_leader = group.leader_id
+        member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)
         self.rebalancer.schedule_heartbeat(group, member)
-        if group.is_(GroupState.STABLE) and member.matches(protocols):
-            callback(JoinGroupResult.joined(group, new_member_id))
+        previous = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
+        member.protocols = request.protocols
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.session_timeout_ms = request.session_timeout_ms
+        if group.is_(GroupState.STABLE):
+            if group.protocol_name == group.select_protocol():
+                assignments = {mid: m.assignment for mid, m in group.members.items()}
+                error = self.manager.store_group(group, assignments)
+                if error is not ErrorCode.NONE:
+                    # Kafka reverts the replacement when the new id could not be persisted
+                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = previous
+                    self.rebalancer.cancel_heartbeat(group.group_id, new_member_id)
+                    restored = group.replace_static_member(request.group_instance_id, new_member_id, old_member_id)
+                    self.rebalancer.schedule_heartbeat(group, restored)
+                    callback(JoinGroupResult(error, "", group.generation_id, group.protocol_type,
+                                             group.protocol_name, current_leader or ""))
+                    return
+                callback(JoinGroupResult(ErrorCode.NONE, new_member_id, group.generation_id, group.protocol_type,
+                                         group.protocol_name, current_leader or ""))
+                return
+            member.join_callback = callback
+            self.rebalancer.rebalance(group)
             return
-        member.protocols = protocols
         member.join_callback = callback
-        self.rebalancer.rebalance(group)
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            self.rebalancer.maybe_prepare_rebalance(group)
+        else:
+            self.rebalancer.try_complete_join(group)
 
     def _join_current_member(
         self, group: GroupMetadata, member_id: str, request: JoinGroupRequestData, callback: JoinCallback
@@ -253,8 +275,10 @@ class GroupCoordinator:
     def _add_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata, callback: JoinCallback) -> None:
         member.is_new = True
         member.join_callback = callback
+        # a member joining during the initial delay extends it (Kafka's newMemberAdded)
+        if group.is_(GroupState.PREPARING_REBALANCE) and self.rebalancer.in_initial_delay(group):
+            group.new_member_added = True
         group.add(member)
-        group.new_member_added = True
         self.rebalancer.schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self.rebalancer.rebalance(group)
 
@@ -311,11 +335,13 @@ class GroupCoordinator:
         elif group.is_(GroupState.COMPLETING_REBALANCE):
             member = group.members[member_id]
             member.sync_callback = callback
+            self.rebalancer.sync_received(group, member_id)
             self.rebalancer.schedule_heartbeat(group, member)
             if group.is_leader(member_id):
                 self._store_assignment(group, generation_id, assignments)
         else:  # Stable
             member = group.members[member_id]
+            self.rebalancer.sync_received(group, member_id)
             self.rebalancer.schedule_heartbeat(group, member)
             callback(SyncGroupResult.for_member(group, member))
 

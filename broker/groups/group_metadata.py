@@ -98,6 +98,8 @@ class GroupMetadata:
     leader_id: str | None = None
     members: dict[str, MemberMetadata] = field(default_factory=dict)
     pending_members: set[str] = field(default_factory=set)
+    #: members given the new generation that have not sent SyncGroup yet (Kafka's pendingSyncMembers)
+    pending_sync_members: set[str] = field(default_factory=set)
     static_members: dict[str, str] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     new_member_added: bool = False
@@ -142,6 +144,7 @@ class GroupMetadata:
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.pending_members.discard(member_id)
+        self.pending_sync_members.discard(member_id)
         return member
 
     def replace_static_member(self, instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:

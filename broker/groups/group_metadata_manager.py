@@ -8,7 +8,7 @@ offsets past `offsets.retention.minutes` (KIP-211 rules). Event-loop thread only
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group import ConsumerGroup
@@ -208,12 +208,13 @@ class GroupMetadataManager(CoordinatorPartitions):
         return removed
 
     # -- loading -----------------------------------------------------------------------------------------
-    def load_partition(self, partition: int) -> None:
+    def load_partition(self, partition: int) -> Iterator[None]:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metadata: dict[str, GroupMetadataValue | None] = {}
         #: producer id -> group -> offsets of its transaction, until the marker says commit or abort.
         pending: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         for batch, records in iter_log(self.topic, partition, self.config.offsets_load_buffer_size):
+            yield
             if batch.is_control:
                 txn_offsets = pending.pop(batch.producer_id, {})
                 if records and parse_control_record_type(records[0].key) == CONTROL_TYPE_COMMIT:
@@ -221,6 +222,7 @@ class GroupMetadataManager(CoordinatorPartitions):
                         offsets.setdefault(group_id, {}).update(group_offsets)
                 continue
             for record in records:
+                yield
                 if record.key is None:
                     continue
                 try:
@@ -252,6 +254,7 @@ class GroupMetadataManager(CoordinatorPartitions):
             for group_id, group_offsets in txn_offsets.items():
                 self.pending_txn_offsets.add(producer_id, group_id, group_offsets)
         for group_id in set(offsets) | set(metadata):
+            yield
             value = metadata.get(group_id)
             group_offsets = offsets.get(group_id, {})
             if value is None and not group_offsets:

@@ -70,7 +70,7 @@ def _handle_batch(ctx: BrokerContext, event: RequestReceived, session: Session, 
     results = []
     for transaction in event.request.transactions:
         requested = [(topic.name, partition) for topic in transaction.topics for partition in topic.partitions]
-        errors = _partition_errors(ctx, session, requested)
+        errors = _partition_errors(ctx, session, requested, check_write=False)
         if not errors and transaction.verify_only:
             errors = ctx.txn_coordinator.verify_partitions_in_transaction(
                 transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, requested)
@@ -88,13 +88,15 @@ def _handle_batch(ctx: BrokerContext, event: RequestReceived, session: Session, 
 
 
 def _partition_errors(
-    ctx: BrokerContext, session: Session, requested: Iterable[TopicPartition]
+    ctx: BrokerContext, session: Session, requested: Iterable[TopicPartition], check_write: bool = True
 ) -> dict[TopicPartition, ErrorCode]:
-    """Unauthorized or unknown partitions, then OPERATION_NOT_ATTEMPTED for the rest; empty when all pass."""
+    """Unauthorized or unknown partitions, then OPERATION_NOT_ATTEMPTED for the rest; empty when all pass.
+    v4+ comes from brokers, already allowed CLUSTER_ACTION: Kafka checks no topic ACL then (`check_write`)."""
     requested = list(requested)
     errors: dict[TopicPartition, ErrorCode] = {}
     writable = authorized_names(ctx, session, AclOperation.WRITE, ResourceType.TOPIC,
-                                (topic_name for topic_name, _ in requested if topic_name not in INTERNAL_TOPICS))
+                                (topic_name for topic_name, _ in requested if topic_name not in INTERNAL_TOPICS)
+                                ) if check_write else {topic_name for topic_name, _ in requested}
     for topic_name, partition in requested:
         metadata = ctx.replica_manager.topic(topic_name)
         if topic_name not in writable:

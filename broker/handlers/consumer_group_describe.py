@@ -1,6 +1,10 @@
 """ConsumerGroupDescribe (key 69), v0-1: KIP-848 groups with their epochs, assignor and every member's current
 and target assignment (ConsumerGroupCoordinator). A classic or unknown group answers GROUP_ID_NOT_FOUND.
-DESCRIBE on the group; v1 adds the member type (0 = classic protocol, 1 = consumer protocol)."""
+DESCRIBE on the group; v1 adds the member type (0 = classic protocol, 1 = consumer protocol).
+
+As Kafka's handleConsumerGroupDescribe: a group whose members' current or target assignments name a topic the
+caller may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED with no members (its topic names, ids and
+partitions stay hidden); authorized operations (KIP-430) are reported when asked for."""
 
 from __future__ import annotations
 
@@ -8,7 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
+from minikafka.broker.security.authorize import (
+    AclOperation,
+    ResourceType,
+    authorized_names,
+    supported_authorized_operations,
+    to_32_bit_field,
+)
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -50,6 +60,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             group_epoch=described.group_epoch,
             assignment_epoch=described.assignment_epoch,
             assignor_name=described.assignor,
+            authorized_operations=to_32_bit_field(
+                supported_authorized_operations(ctx, session, ResourceType.GROUP, group_id)
+                if request.include_authorized_operations and described.error == ErrorCode.NONE else None),
             members=[
                 member_cls(
                     member_id=entry.member.member_id,
@@ -67,4 +80,20 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 for entry in described.members
             ],
         ))
-    return cls(throttle_time_ms=0, groups=groups)
+    return cls(throttle_time_ms=0, groups=_hide_undescribable_topics(ctx, session, group_cls, groups))
+
+
+def _hide_undescribable_topics(ctx: BrokerContext, session: Session, group_cls: Any, groups: list[Any]) -> list[Any]:
+    """Kafka: "Clients are not allowed to see topics that are not authorized for Describe"."""
+    def assigned_names(group: Any) -> set[str]:
+        return {tp.topic_name for member in group.members
+                for assignment in (member.assignment, member.target_assignment)
+                for tp in assignment.topic_partitions}
+
+    describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                   (name for group in groups for name in assigned_names(group)))
+    return [group if assigned_names(group) <= describable else group_cls(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        error_message="The group has described topic(s) that the client is not authorized to describe.",
+        group_id=group.group_id, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=[])
+        for group in groups]

@@ -48,7 +48,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             )
             fields["topic_id"] = metadata.topic_id
             if version >= 5 and topic.name not in config_describable:
-                fields.update(num_partitions=metadata.num_partitions, replication_factor=1, configs=[],
+                # KIP-525 as Kafka's controller: without DESCRIBE_CONFIGS nothing of the topic's shape either
+                fields.update(num_partitions=-1, replication_factor=-1, configs=[],
                               topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif version >= 5:
                 fields.update(

@@ -1,12 +1,18 @@
 """DescribeGroups (key 15), v0-5: unknown groups are reported as state Dead with NONE (v6 would say
-GROUP_ID_NOT_FOUND); member metadata and assignments only while the group is Stable."""
+GROUP_ID_NOT_FOUND); member metadata and assignments only while the group is Stable. DESCRIBE on each group;
+v3+ reports the group's authorized operations (KIP-430) when asked, as Kafka: only for groups answered NONE."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
+from minikafka.broker.security.authorize import (
+    AclOperation,
+    ResourceType,
+    authorized_names,
+    supported_authorized_operations,
+)
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
@@ -20,6 +26,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     group_cls = cls.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
     describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, request.groups)
+    with_operations = event.api_version >= 3 and bool(request.include_authorized_operations)
     groups = []
     for group_id in request.groups:
         if group_id not in describable:
@@ -46,7 +53,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                     )
                     for member in summary.members
                 ],
-                authorized_operations=None,  # encoded as INT_MIN: "not requested"
+                # a set of operation codes; None is encoded as INT_MIN: "not requested"
+                authorized_operations=supported_authorized_operations(ctx, session, ResourceType.GROUP, group_id)
+                if with_operations and error == ErrorCode.NONE else None,
             )
         )
     return cls(throttle_time_ms=0, groups=groups)

@@ -24,8 +24,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         message = "Cluster authorization failed."
         return cls(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message,
                    results=[cls.DescribeUserScramCredentialsResult(
-                       user=user, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message,
-                       credential_infos=[]) for user in users or ()])
+                       # Kafka's getErrorResponse: one result per requested user, the name left empty
+                       user="", error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message,
+                       credential_infos=[]) for _user in users or ()])
     results = ctx.scram_credentials.describe(users)
     return cls(
         throttle_time_ms=0,

@@ -20,14 +20,16 @@ from minikafka.broker.fetch_context import FetchResponseData
 from minikafka.broker.fetch_manager import TOPIC_ID_VERSION
 from minikafka.broker.fetch_session import ZERO_UUID, PartitionData, TopicIdPartition
 from minikafka.broker.quotas.request_throttling import fetch_max_bytes
-from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead
+from minikafka.broker.replica_manager import LEADER_EPOCH, FetchPartitionRequest, PartitionRead
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import (
     InconsistentTopicIdError,
     KafkaError,
+    NotLeaderOrFollowerError,
     TopicAuthorizationFailedError,
+    UnknownLeaderEpochError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -63,7 +65,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
 
     erroneous: dict[TopicIdPartition, PartitionRead] = {}
     interesting: list[tuple[TopicIdPartition, PartitionData]] = []
-    # A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (Kafka's handleFetchRequest).
+    # A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (Kafka's handleFetchRequest);
+    # an authorized follower is then refused per partition, since this single broker has no followers.
     partitions = context.partitions()
     from_follower = _is_from_follower(request, version)
     follower_denied = from_follower and not authorize_cluster(ctx, session, AclOperation.CLUSTER_ACTION)
@@ -75,8 +78,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         if follower_denied or (not from_follower and topic_partition.topic is not None
                                and topic_partition.topic not in readable):
             error = TopicAuthorizationFailedError()
+        elif from_follower and error is None:
+            error = _not_a_replica(data)
         if error is not None:
-            erroneous[topic_partition] = PartitionRead(error, b"")
+            # refused before the read: Kafka's FetchResponse.partitionResponse has an empty aborted list, while
+            # ReplicaManager's refusal of a follower (a read error) leaves it null
+            aborted: list[tuple[int, int]] | None = (
+                None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError)) else [])
+            erroneous[topic_partition] = PartitionRead(error, b"", aborted_transactions=aborted)
         else:
             interesting.append((topic_partition, data))
     # A consumer never asks for more than its consumer_byte_rate quota could allow in one window (KafkaApis).
@@ -119,6 +128,14 @@ def _is_from_follower(request: Any, version: int) -> bool:
     if version >= 15:
         return request.replica_state is not None and request.replica_state.replica_id >= 0
     return bool(request.replica_id >= 0)
+
+
+def _not_a_replica(data: PartitionData) -> KafkaError:
+    """This broker has no followers: Kafka's Partition.fetchRecords refuses a follower fetch from a replica
+    that is not in the partition's replica set (followerReplicaOrThrow) before reading anything."""
+    if data.current_leader_epoch == -1:
+        return NotLeaderOrFollowerError(f"Replica is not a follower of this partition (leader epoch {LEADER_EPOCH})")
+    return UnknownLeaderEpochError("Replica is not recognized as a valid replica of this partition")
 
 
 def _metadata_error(ctx: BrokerContext, topic_partition: TopicIdPartition) -> KafkaError | None:

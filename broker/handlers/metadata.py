@@ -9,13 +9,22 @@ from typing import Any
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.replica_manager import LEADER_EPOCH
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
+from minikafka.broker.security.acls import CLUSTER_NAME
+from minikafka.broker.security.authorize import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    authorized_names,
+    supported_authorized_operations,
+)
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import response_class
 from minikafka.storage.log_manager import TopicMetadata
+
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
@@ -27,18 +36,28 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     node = ctx.node_id
 
     list_all = request.topics is None or (version == 0 and not request.topics)
-    # v10+ may name a topic by id alone (KIP-516; KIP-848 consumers look up their assigned topic ids)
-    by_id = {} if list_all else {topic.topic_id: ctx.admin.topic_name_for_id(topic.topic_id)
-                                 for topic in request.topics if version >= 10 and topic.name is None}
+    # v12+ may name topics by id (KIP-516; KIP-848 consumers look up their assigned topic ids). As Kafka's
+    # handleTopicMetadataRequest: once any topic id is given, the request's names are ignored. v10-11 name by id
+    # only when the name is null (minikafka's leniency; Kafka refuses such a request).
+    requested_ids = [] if list_all else [topic.topic_id for topic in request.topics if version >= 10 and (
+        topic.name is None or (version >= 12 and topic.topic_id not in (None, _ZERO_UUID)))]
+    use_topic_ids = any(topic_id not in (None, _ZERO_UUID) for topic_id in requested_ids)
+    by_id = {topic_id: ctx.admin.topic_name_for_id(topic_id) for topic_id in requested_ids}
     unknown_ids = [topic_id for topic_id, name in by_id.items() if name is None]
-    names: list[str] = sorted(ctx.replica_manager.topics()) if list_all else [
-        name for name in (topic.name if topic.name is not None else by_id.get(topic.topic_id)
-                          for topic in request.topics) if name is not None]
+    id_of = {name: topic_id for topic_id, name in by_id.items() if name is not None}
+    names: list[str]
+    if list_all:
+        names = sorted(ctx.replica_manager.topics())
+    elif use_topic_ids:
+        names = list(dict.fromkeys(name for name in by_id.values() if name is not None))
+    else:
+        names = list(dict.fromkeys(topic.name for topic in request.topics if topic.name is not None))
     allow_auto_create = (request.allow_auto_topic_creation if version >= 4 else True) and bool(
         ctx.config["auto.create.topics.enable"]
     )
     # Kafka's handleTopicMetadataRequest: topics not authorized for DESCRIBE are hidden from a list-all request
-    # and answer TOPIC_AUTHORIZATION_FAILED otherwise; auto-creation needs CREATE on the cluster or the topic.
+    # and answer TOPIC_AUTHORIZATION_FAILED otherwise (by id: with a null name, so an id does not reveal its
+    # name); auto-creation needs CREATE on the cluster or the topic.
     describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     if list_all:
         names = [name for name in names if name in describable]
@@ -46,22 +65,32 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     if allow_auto_create and not authorize_cluster(ctx, session, AclOperation.CREATE):
         creatable = authorized_names(ctx, session, AclOperation.CREATE, ResourceType.TOPIC,
                                      (name for name in names if ctx.replica_manager.topic(name) is None))
+    topic_operations = version >= 8 and bool(request.include_topic_authorized_operations)
+
+    def operations(name: str) -> dict[str, Any]:
+        """KIP-430, v8+: on the topics Kafka's getTopicMetadata answers (not on refused ones); None = INT_MIN."""
+        if not topic_operations:
+            return {}
+        return {"authorized_operations": supported_authorized_operations(ctx, session, ResourceType.TOPIC, name)}
 
     topics = [topic_cls(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id, is_internal=False,
                         partitions=[]) for topic_id in unknown_ids]
     for name in names:
+        if name not in describable and use_topic_ids:
+            topics.append(topic_cls(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None,
+                                    topic_id=id_of[name], is_internal=False, partitions=[]))
+            continue
         denied = name not in describable or (
             creatable is not None and name not in creatable and ctx.replica_manager.topic(name) is None)
         if denied:
             topics.append(topic_cls(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
-                                    topic_id=uuid.UUID(int=0),
+                                    topic_id=_ZERO_UUID,
                                     is_internal=name in describable and name in INTERNAL_TOPICS, partitions=[]))
             continue
         metadata, error_code = await _lookup(ctx, name, allow_auto_create)
         if metadata is None:
-            topics.append(
-                topic_cls(error_code=error_code, name=name, topic_id=uuid.UUID(int=0), is_internal=False, partitions=[])
-            )
+            topics.append(topic_cls(error_code=error_code, name=name, topic_id=_ZERO_UUID, is_internal=False,
+                                    partitions=[], **operations(name)))
             continue
         partitions = [
             partition_cls(
@@ -82,6 +111,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 topic_id=metadata.topic_id,
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
+                **operations(name),
             )
         )
     advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
@@ -91,7 +121,18 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         cluster_id=ctx.cluster_id,
         controller_id=node,
         topics=topics,
+        **({"authorized_operations": _cluster_operations(ctx, session, request)} if 8 <= version <= 10 else {}),
     )
+
+
+def _cluster_operations(ctx: BrokerContext, session: Session, request: Any) -> set[int] | None:
+    """Metadata v8-10's ClusterAuthorizedOperations (KIP-430): none at all without DESCRIBE on the cluster;
+    None encodes INT_MIN ("not requested"). v11 moved it to DescribeCluster."""
+    if not request.include_cluster_authorized_operations:
+        return None
+    if not authorize_cluster(ctx, session, AclOperation.DESCRIBE):
+        return set()
+    return supported_authorized_operations(ctx, session, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 async def _lookup(ctx: BrokerContext, name: str, allow_auto_create: bool) -> tuple[TopicMetadata | None, ErrorCode]:

@@ -114,8 +114,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             topic_cls(
                 name=name,
                 partitions=[
-                    # v1 has no top-level error: it goes on every partition.
-                    partition_cls(**_partition_fields(index, value, error if version < 2 else partition_error))
+                    # v0-1 have no top-level error: `_fetch` puts a group error on every partition.
+                    partition_cls(**_partition_fields(index, value, partition_error))
                     for index, value, partition_error in partitions
                 ],
             )

@@ -13,7 +13,6 @@ generic one, at a fraction of its cost per request); this broker never sets the 
 from __future__ import annotations
 
 import logging
-import struct
 from typing import Any
 
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
@@ -30,13 +29,12 @@ from minikafka.protocol.produce_response import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from minikafka.protocol.records import batch_header
+from minikafka.protocol.records.attributes import COMPRESSION_CODEC_MASK, TRANSACTIONAL_FLAG_MASK, CompressionType
+from minikafka.protocol.records.batch_header import LAST_OFFSET_DELTA_OFFSET, PRODUCER_ID_OFFSET
 
 log = logging.getLogger(__name__)
 
-_ZSTD = 4
-_TRANSACTIONAL_FLAG = 0x10
-_PRODUCER_ID_POSITION = 43  # v2 batch header: producerId int64 then producerEpoch int16
-_PRODUCER_HEADER = struct.Struct(">qh")
 
 
 def _precheck(
@@ -44,13 +42,14 @@ def _precheck(
 ) -> ErrorCode | None:
     """Checks that depend on the request, not the log: zstd needs v7+, a transactional batch needs its
     partition in the producer's ongoing transaction."""
-    if records is None or len(records) < 23:
+    if records is None or len(records) < LAST_OFFSET_DELTA_OFFSET:
         return None  # the log's validation reports malformed batches with the right code
-    attributes = int.from_bytes(records[21:23], "big")
-    if attributes & 0x07 == _ZSTD and api_version < 7:
+    attributes = batch_header.attributes(records)
+    if attributes & COMPRESSION_CODEC_MASK == CompressionType.ZSTD and api_version < 7:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-    if attributes & _TRANSACTIONAL_FLAG and len(records) >= _PRODUCER_ID_POSITION + _PRODUCER_HEADER.size:
-        producer_id, producer_epoch = _PRODUCER_HEADER.unpack_from(records, _PRODUCER_ID_POSITION)
+    if attributes & TRANSACTIONAL_FLAG_MASK and \
+            len(records) >= PRODUCER_ID_OFFSET + batch_header.PRODUCER_ID_AND_EPOCH.size:
+        producer_id, producer_epoch = batch_header.producer_id_and_epoch(records)
         # v12+ (transaction version 2) adds the partition to the transaction itself (KIP-890 part 2).
         error = ctx.txn_coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp,
                                                      SupportedOperation.for_produce(api_version))
@@ -119,9 +118,9 @@ def _has_transactional_records(request: Any) -> bool:
     for topic_data in request.topic_data:
         for partition_data in topic_data.partition_data:
             records = partition_data.records
-            if records is None or len(records) < 23:
+            if records is None or len(records) < LAST_OFFSET_DELTA_OFFSET:
                 continue
-            if int.from_bytes(records[21:23], "big") & _TRANSACTIONAL_FLAG:
+            if batch_header.attributes(records) & TRANSACTIONAL_FLAG_MASK:
                 return True
     return False
 

@@ -66,6 +66,8 @@ class ClientQuotaStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
+        #: serialises writers (each persists before it publishes); readers on the event loop take no lock, they read
+        #: the current dict, which writers replace and never change, so a request never waits for a write's fsync
         self._lock = threading.Lock()
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
 
@@ -77,8 +79,7 @@ class ClientQuotaStore:
         return store
 
     def entities(self) -> dict[QuotaEntity, dict[str, float]]:
-        with self._lock:
-            return {entity: dict(values) for entity, values in self._quotas.items()}
+        return {entity: dict(values) for entity, values in self._quotas.items()}
 
     def alter(self, alterations: Sequence[QuotaAlteration], validate_only: bool = False) -> list[AlterQuotaResult]:
         """ClientQuotaControlManager.alterClientQuotas: every entity validated, the valid changes applied
@@ -180,9 +181,8 @@ class ClientQuotaStore:
         if (IP in exact or IP in specified) and ({USER, CLIENT_ID} & (set(exact) | specified)):
             raise InvalidRequestError("Invalid entity filter component combination. IP filter component should not "
                                       "be used with user or clientId filter component.")
-        with self._lock:
-            return [(entity, dict(values)) for entity, values in self._quotas.items()
-                    if _matches(dict(entity), exact, specified, strict)]
+        return [(entity, dict(values)) for entity, values in self._quotas.items()
+                if _matches(dict(entity), exact, specified, strict)]
 
     def _save(self, quotas: dict[QuotaEntity, dict[str, float]]) -> None:
         if self.path is None:

@@ -25,7 +25,19 @@ __all__ = [
     "authorize_cluster",
     "authorized_names",
     "authorized_operations",
+    "supported_authorized_operations",
+    "to_32_bit_field",
 ]
+
+_O = AclOperation
+# Kafka's AclEntry.supportedOperations: what KIP-430's authorized-operations fields report on, per resource type.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
+                         _O.ALTER_CONFIGS),
+    ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE,
+                           _O.ALTER, _O.DESCRIBE),
+}
 
 
 def _authorizer(ctx: BrokerContext) -> StandardAuthorizer | None:
@@ -76,3 +88,19 @@ def authorized_operations(ctx: BrokerContext, session: Session, resource_type: R
     codes = list(operations)
     answers = authorize_actions(ctx, session, [Action(AclOperation(code), resource_type, name) for code in codes])
     return {code for code, allowed in zip(codes, answers, strict=True) if allowed}
+
+
+def supported_authorized_operations(ctx: BrokerContext, session: Session, resource_type: ResourceType,
+                                    name: str) -> set[int]:
+    """KIP-430's field value as a set of operation codes: those of Kafka's supported operations for the resource
+    type that the session may perform on the literal resource (all of them without an authorizer)."""
+    return authorized_operations(ctx, session, resource_type, name,
+                                 (int(operation) for operation in SUPPORTED_OPERATIONS[resource_type]))
+
+
+def to_32_bit_field(operations: set[int] | None) -> int:
+    """Kafka's Utils.to32BitField for the int32 fields kafka-python leaves as plain ints; None = INT_MIN, the
+    schemas' "not requested"."""
+    if operations is None:
+        return -2147483648
+    return sum(1 << code for code in operations)

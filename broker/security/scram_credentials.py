@@ -66,6 +66,8 @@ class ScramCredentialStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
+        #: serialises writers (each persists before it publishes); readers on the event loop take no lock, they read
+        #: the current dict, which writers replace and never change, so a login never waits for a write's fsync
         self._lock = threading.Lock()
         self._credentials: dict[tuple[str, ScramMechanism], ScramCredential] = {}
 
@@ -77,12 +79,10 @@ class ScramCredentialStore:
         return store
 
     def get(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
-        with self._lock:
-            return self._credentials.get((user, mechanism))
+        return self._credentials.get((user, mechanism))  # a snapshot: writers replace the dict, never change it
 
     def users(self) -> list[str]:
-        with self._lock:
-            return sorted({user for user, _ in self._credentials})
+        return sorted({user for user, _ in self._credentials})
 
     def upsert(self, user: str, mechanism: ScramMechanism, credential: ScramCredential) -> None:
         """Add or replace one credential (the `--add-scram` bootstrap)."""
@@ -146,26 +146,26 @@ class ScramCredentialStore:
     def describe(self, users: Iterable[str] | None) -> list[DescribeResult]:
         """DescribeUserScramCredentials: every user with a credential when `users` is None or empty; a user
         named twice gets DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND (Kafka's ScramImage.describe)."""
-        with self._lock:
-            requested = list(users or ())
-            if not requested:
-                requested = sorted({user for user, _ in self._credentials})
-            duplicates = {user for user in requested if requested.count(user) > 1}
-            results: list[DescribeResult] = []
-            for user in dict.fromkeys(requested):
-                if user in duplicates:
-                    results.append(DescribeResult(user, ErrorCode.DUPLICATE_RESOURCE, DESCRIBE_DUPLICATE_USER + user,
-                                                  ()))
-                    continue
-                infos = tuple((mechanism.type_code, credential.iterations)
-                              for mechanism in ScramMechanism
-                              if (credential := self._credentials.get((user, mechanism))) is not None)
-                if infos:
-                    results.append(DescribeResult(user, ErrorCode.NONE, None, infos))
-                else:
-                    results.append(DescribeResult(user, ErrorCode.RESOURCE_NOT_FOUND,
-                                                  DESCRIBE_USER_THAT_DOES_NOT_EXIST + user, ()))
-            return results
+        credentials = self._credentials  # one snapshot (see get)
+        requested = list(users or ())
+        if not requested:
+            requested = sorted({user for user, _ in credentials})
+        duplicates = {user for user in requested if requested.count(user) > 1}
+        results: list[DescribeResult] = []
+        for user in dict.fromkeys(requested):
+            if user in duplicates:
+                results.append(DescribeResult(user, ErrorCode.DUPLICATE_RESOURCE, DESCRIBE_DUPLICATE_USER + user,
+                                              ()))
+                continue
+            infos = tuple((mechanism.type_code, credential.iterations)
+                          for mechanism in ScramMechanism
+                          if (credential := credentials.get((user, mechanism))) is not None)
+            if infos:
+                results.append(DescribeResult(user, ErrorCode.NONE, None, infos))
+            else:
+                results.append(DescribeResult(user, ErrorCode.RESOURCE_NOT_FOUND,
+                                              DESCRIBE_USER_THAT_DOES_NOT_EXIST + user, ()))
+        return results
 
     def _save(self, credentials: dict[tuple[str, ScramMechanism], ScramCredential]) -> None:
         if self.path is None:

@@ -8,6 +8,7 @@ finds timed-out transactions and expired ids. Event-loop thread only; not thread
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 from minikafka.broker.groups.coordinator_partitions import CoordinatorPartitions
 from minikafka.broker.groups.offsets_topic import OffsetsTopic, iter_records
@@ -89,16 +90,18 @@ class TransactionStateManager(CoordinatorPartitions):
         ]
 
     # -- loading -----------------------------------------------------------------------------------------
-    def load_partition(self, partition: int) -> None:
+    def load_partition(self, partition: int) -> Iterator[None]:
         values: dict[str, TransactionLogValue | None] = {}
         buffer_bytes = self.config.state_log_load_buffer_size
         for _offset, (raw_key, raw_value) in iter_records(self.topic, partition, buffer_bytes):
+            yield
             try:
                 transactional_id = decode_key(raw_key)
                 values[transactional_id] = None if raw_value is None else decode_value(raw_value)
             except (ValueError, UnicodeDecodeError):
                 log.warning("skipping an undecodable record in %s-%d", TRANSACTION_STATE_TOPIC, partition)
         for transactional_id, value in values.items():
+            yield
             if value is None:
                 self.transactions.pop(transactional_id, None)
                 continue

@@ -27,9 +27,15 @@ from minikafka.protocol.records.attributes import (
     CompressionType,
     TimestampType,
 )
+from minikafka.protocol.records.batch_header import (
+    BATCH_HEADER_SIZE,
+    CRC_COVERED_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    PREFIX,
+)
 from minikafka.protocol.records.compression import compress
 from minikafka.protocol.records.record import Record, write_record
-from minikafka.protocol.records.record_batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2
 
 try:
     from aiokafka.record._crecords.default_records import (
@@ -50,9 +56,6 @@ __all__ = [
 CONTROL_TYPE_ABORT = 0
 CONTROL_TYPE_COMMIT = 1
 
-# Everything after the CRC: attributes .. recordsCount (40 bytes).
-_CRC_COVERED_HEADER = struct.Struct(">hiqqqhii")
-_PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _UINT32 = struct.Struct(">I")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
@@ -138,7 +141,7 @@ def build_batch(
         attributes |= DELETE_HORIZON_FLAG_MASK
 
     crc_covered = bytearray(
-        _CRC_COVERED_HEADER.pack(
+        CRC_COVERED_HEADER.pack(
             attributes,
             last_offset_delta,
             base_timestamp,
@@ -150,8 +153,8 @@ def build_batch(
         )
     )
     crc_covered += section
-    batch_length = len(crc_covered) + (BATCH_HEADER_SIZE - LOG_OVERHEAD - _CRC_COVERED_HEADER.size)
-    out = bytearray(_PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC_V2))
+    batch_length = len(crc_covered) + (BATCH_HEADER_SIZE - LOG_OVERHEAD - CRC_COVERED_HEADER.size)
+    out = bytearray(PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC_V2))
     out += _UINT32.pack(crc32c.crc32c(crc_covered))
     out += crc_covered
     return bytes(out)

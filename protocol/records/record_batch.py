@@ -1,10 +1,6 @@
 """Zero-copy view of Kafka v2 record batches (magic 2), plus in-place header patches.
 
-Layout (big-endian, offsets from the batch start; see kafka-protocol-notes §5.1)::
-
-    0 baseOffset q | 8 batchLength i | 12 partitionLeaderEpoch i | 16 magic b | 17 crc I |
-    21 attributes h | 23 lastOffsetDelta i | 27 baseTimestamp q | 35 maxTimestamp q |
-    43 producerId q | 51 producerEpoch h | 53 baseSequence i | 57 recordsCount i | 61 records
+Layout: `batch_header.py` names every field's offset (kafka-protocol-notes §5.1).
 
 The CRC (CRC-32C) covers bytes 21..end, so the broker patches baseOffset and partitionLeaderEpoch
 without recomputing it. Over a mutable buffer, header fields are read lazily with ``struct.unpack_from`` straight
@@ -41,6 +37,24 @@ from minikafka.protocol.records.attributes import (
     CompressionType,
     TimestampType,
 )
+from minikafka.protocol.records.batch_header import (
+    ATTRIBUTES_OFFSET,
+    BASE_SEQUENCE_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
+    BATCH_HEADER_SIZE,
+    CRC_OFFSET,
+    HEADER,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORDS_COUNT_OFFSET,
+)
 from minikafka.protocol.records.compression import decompress
 from minikafka.protocol.records.record import Record, decode_records, new_record, scan_keys
 
@@ -63,12 +77,6 @@ __all__ = [
     "set_partition_leader_epoch",
 ]
 
-BATCH_HEADER_SIZE = 61
-LOG_OVERHEAD = 12
-MAGIC_V2 = 2
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-MAX_TIMESTAMP_OFFSET = 35
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 _SEQUENCE_WRAP = 2**31 - 1
 
@@ -78,8 +86,7 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == BATCH_HEADER_SIZE
+_HEADER = HEADER
 
 
 class RecordBatch:
@@ -124,19 +131,19 @@ class RecordBatch:
 
     @property
     def batch_length(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 8)[0])
+        return int(_INT32.unpack_from(self._buffer, self._position + LENGTH_OFFSET)[0])
 
     @property
     def size_bytes(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 8)[0]) + LOG_OVERHEAD
+        return int(_INT32.unpack_from(self._buffer, self._position + LENGTH_OFFSET)[0]) + LOG_OVERHEAD
 
     @property
     def partition_leader_epoch(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 12)[0])
+        return int(_INT32.unpack_from(self._buffer, self._position + PARTITION_LEADER_EPOCH_OFFSET)[0])
 
     @property
     def magic(self) -> int:
-        return int(_INT8.unpack_from(self._buffer, self._position + 16)[0])
+        return int(_INT8.unpack_from(self._buffer, self._position + MAGIC_OFFSET)[0])
 
     @property
     def crc(self) -> int:
@@ -178,7 +185,7 @@ class RecordBatch:
 
     @property
     def last_offset_delta(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 23)[0])
+        return int(_INT32.unpack_from(self._buffer, self._position + LAST_OFFSET_DELTA_OFFSET)[0])
 
     @property
     def last_offset(self) -> int:
@@ -190,7 +197,7 @@ class RecordBatch:
 
     @property
     def base_timestamp(self) -> int:
-        return int(_INT64.unpack_from(self._buffer, self._position + 27)[0])
+        return int(_INT64.unpack_from(self._buffer, self._position + BASE_TIMESTAMP_OFFSET)[0])
 
     @property
     def max_timestamp(self) -> int:
@@ -198,15 +205,15 @@ class RecordBatch:
 
     @property
     def producer_id(self) -> int:
-        return int(_INT64.unpack_from(self._buffer, self._position + 43)[0])
+        return int(_INT64.unpack_from(self._buffer, self._position + PRODUCER_ID_OFFSET)[0])
 
     @property
     def producer_epoch(self) -> int:
-        return int(_INT16.unpack_from(self._buffer, self._position + 51)[0])
+        return int(_INT16.unpack_from(self._buffer, self._position + PRODUCER_EPOCH_OFFSET)[0])
 
     @property
     def base_sequence(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 53)[0])
+        return int(_INT32.unpack_from(self._buffer, self._position + BASE_SEQUENCE_OFFSET)[0])
 
     @property
     def last_sequence(self) -> int:
@@ -221,7 +228,7 @@ class RecordBatch:
 
     @property
     def records_count(self) -> int:
-        return int(_INT32.unpack_from(self._buffer, self._position + 57)[0])
+        return int(_INT32.unpack_from(self._buffer, self._position + RECORDS_COUNT_OFFSET)[0])
 
     # -- bytes and validation ------------------------------------------------------------------
     def raw(self) -> memoryview:
@@ -388,7 +395,7 @@ def iter_batches(buffer: _Buffer, position: int = 0, end: int | None = None) -> 
     limit = len(buffer) if end is None else min(end, len(buffer))
     unpack_length = _INT32.unpack_from
     while position + LOG_OVERHEAD <= limit:
-        (batch_length,) = unpack_length(buffer, position + 8)
+        (batch_length,) = unpack_length(buffer, position + LENGTH_OFFSET)
         if batch_length < _MIN_BATCH_LENGTH:
             raise CorruptMessageError(
                 f"record batch length {batch_length} at position {position} is smaller than the header"
@@ -407,7 +414,7 @@ def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: 
 
 def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, epoch: int) -> None:
     """Overwrite the partition leader epoch in place (not CRC-covered)."""
-    _INT32.pack_into(buffer, position + 12, epoch)
+    _INT32.pack_into(buffer, position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_max_timestamp_and_type(
@@ -424,7 +431,7 @@ def set_max_timestamp_and_type(
         return
     _INT16.pack_into(buffer, position + ATTRIBUTES_OFFSET, new_attributes)
     _INT64.pack_into(buffer, position + MAX_TIMESTAMP_OFFSET, timestamp_ms)
-    (batch_length,) = _INT32.unpack_from(buffer, position + 8)
+    (batch_length,) = _INT32.unpack_from(buffer, position + LENGTH_OFFSET)
     end = position + batch_length + LOG_OVERHEAD
     crc = crc32c.crc32c(memoryview(buffer)[position + ATTRIBUTES_OFFSET : end])
     _UINT32.pack_into(buffer, position + CRC_OFFSET, crc)

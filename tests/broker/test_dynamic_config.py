@@ -33,19 +33,31 @@ def static_config(log_dir: Path, **props: str) -> KafkaConfig:
                         "minikafka.log.cleaner.worker.processes": "false", **props})
 
 
-def test_only_the_cleaners_reconfigurable_keys_are_dynamic(tmp_path: Path) -> None:
+def test_kafkas_dynamic_keys_are_accepted_by_type_and_static_ones_refused(tmp_path: Path) -> None:
+    """Kafka 4.3's DynamicBrokerConfig.validateConfigs: static keys refused, Java's set format."""
     dynamic = DynamicBrokerConfig(static_config(tmp_path))
     with pytest.raises(InvalidRequestError, match=r"^Cannot update these configs dynamically: "
-                                                  r"Set\(log.dirs, num.partitions\)$"):
+                                                  r"\[log.dirs, num.partitions\]$"):
         dynamic.merged_for(False, {"num.partitions": "3", "log.dirs": "/x", "log.cleaner.threads": "2"})
     for name in ("log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
                  "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
-                 "log.cleaner.backoff.ms"):
+                 "log.cleaner.backoff.ms", "log.retention.ms", "num.io.threads",
+                 "sasl.kerberos.min.time.before.relogin"):
         with pytest.raises(InvalidRequestError, match=f"^Invalid value x for configuration {name}: Not a number"):
-            dynamic.merged_for(False, {name: "x"})
+            dynamic.merged_for(True, {name: "x"})
     with pytest.raises(InvalidRequestError, match=r"log\.cleaner\.backoff\.ms: Value must be at least 0"):
         dynamic.merged_for(True, {"log.cleaner.backoff.ms": "-1"})
     assert dynamic.merged_for(True, {"log.cleaner.backoff.ms": "5"})["log.cleaner.backoff.ms"] == "5"
+    # Kerberos: minikafka has no use for it, but stores it as Kafka does; unknown names are stored too
+    merged = dynamic.merged_for(True, {"sasl.kerberos.min.time.before.relogin": "120000", "my.plugin.key": "v"})
+    assert merged["sasl.kerberos.min.time.before.relogin"] == "120000" and merged["my.plugin.key"] == "v"
+    with pytest.raises(InvalidRequestError, match=r"^Cannot update these configs at default cluster level, broker "
+                                                  r"id must be specified: \[sasl.kerberos.kinit.cmd\]$"):
+        dynamic.merged_for(False, {"sasl.kerberos.kinit.cmd": "/opt/kinit", "log.retention.ms": "1000"})
+    with pytest.raises(InvalidRequestError, match=r"only per-listener using the listener prefix: "
+                                                  r"\[ssl.keystore.password\]$"):
+        dynamic.merged_for(True, {"ssl.keystore.password": "secret"})
+    assert dynamic.merged_for(True, {"listener.name.ssl.ssl.keystore.password": "secret"})
 
 
 def test_resource_names_are_empty_or_this_node(tmp_path: Path) -> None:
@@ -146,3 +158,28 @@ def test_dynamic_message_max_bytes_is_every_topics_default(admin: AdminManager) 
     entry = next(e for e in admin.describe_topic_config("plain") if e.name == "max.message.bytes")
     assert (entry.value, entry.source) == ("2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
     assert entry.synonyms[0] == ("message.max.bytes", "2000", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+
+
+def test_unused_and_sensitive_keys_are_stored_reported_and_read_back(tmp_path: Path) -> None:
+    """Kerberos and a listener's keystore password: persisted (the file is 0600, a PEM value stays one line), read
+    back at restart, described with their dynamic source; the password never shown."""
+    dynamic = DynamicBrokerConfig(static_config(tmp_path))
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    layer = {"sasl.kerberos.min.time.before.relogin": "120000", "listener.name.ssl.ssl.keystore.password": "s3cret",
+             "listener.name.ssl.ssl.truststore.certificates": pem}
+    dynamic.commit(True, layer, dynamic.config_of(dynamic.merged_for(True, layer)))
+    dynamic.persist(True, layer)
+    path = tmp_path / DYNAMIC_BROKER_CONFIG_FILE
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "MIIB" in path.read_text() and len(path.read_text().splitlines()) == 2 + len(layer)  # header + a line each
+    restarted = DynamicBrokerConfig(static_config(tmp_path))
+    assert restarted.broker_layer == layer
+    entries = {entry.name: entry for entry in restarted.kafka_key_entries(set())}
+    kerberos = entries["sasl.kerberos.min.time.before.relogin"]
+    assert (kerberos.value, kerberos.source, kerberos.read_only) == ("120000", SOURCE_DYNAMIC_BROKER_CONFIG, False)
+    assert kerberos.synonyms[-1] == ("sasl.kerberos.min.time.before.relogin", "60000", SOURCE_DEFAULT_CONFIG)
+    password = entries["listener.name.ssl.ssl.keystore.password"]
+    assert (password.value, password.is_sensitive, password.source) == (None, True, SOURCE_DYNAMIC_BROKER_CONFIG)
+    assert all(value is None for _name, value, _source in password.synonyms)
+    unset = entries["ssl.key.password"]
+    assert (unset.value, unset.is_sensitive, unset.read_only) == (None, True, False)

@@ -167,15 +167,19 @@ def test_topic_deleted_mid_round_is_not_marked_uncleanable(log_manager: LogManag
     (log,) = make_topic(log_manager, "t")
     fill_with_duplicates(log)
     cleaner = LogCleaner(log_manager, SMALL, clock)
-    deleted: list[bool] = []
+    deleting = threading.Thread(target=log_manager.delete_topic, args=("t",))
 
     def throttle(_bytes: int) -> None:
-        if not deleted:
-            deleted.append(True)
-            log_manager.delete_topic("t")
+        if not deleting.is_alive() and deleting.ident is None:
+            deleting.start()  # the deletion aborts this round and waits for it to stop
+            deadline = time.monotonic() + 10
+            while cleaner.manager.state_of(("t", 0)) != (CleaningState.ABORTED, 0) and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     cleaner.throttler.maybe_throttle = throttle  # type: ignore[method-assign,assignment]
     cleaner.run_once(cleaner.workers[0])
+    deleting.join(10)
+    assert not deleting.is_alive() and log_manager.get_log("t", 0) is None
     assert cleaner.manager.uncleanable_partitions() == {}
     assert cleaner.manager.state_of(("t", 0)) is None
 

@@ -7,15 +7,14 @@ as `_bucket`/`_sum`/`_count`, counters as `_total`), and every label it matches,
 be a label of those samples. Names come out of the PromQL through a small extractor: string literals, label
 matchers, range selectors, grouping clauses, Grafana variables and numbers are stripped, and an identifier before
 `(` must be a known PromQL function or aggregation. The compose and provisioning files are read as text (no YAML
-parser is installed, no Docker engine is needed); the broker's healthcheck command runs against the live broker.
+parser is installed, no Docker engine is needed). The image's healthcheck is tested in test_container_config.py
+and test_container.py; what Prometheus answers for each query in test_dashboard_prometheus.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,7 +26,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from minikafka.testing import MiniKafka
-from minikafka.testing.mini_kafka import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -212,34 +210,6 @@ def compose_service(name: str) -> list[str]:
     return block
 
 
-def healthcheck_command(service: list[str]) -> list[str]:
-    """`healthcheck.test` as a list: a JSON-style flow sequence, or a block sequence of plain, quoted or folded (`>-`)
-    scalars. Anything else fails the test rather than being misread."""
-    (index,) = [i for i, line in enumerate(service) if line.strip().startswith("test:")]
-    inline = service[index].split("test:", 1)[1].strip()
-    if inline:
-        command: list[str] = json.loads(inline)
-        return command
-    indent = len(service[index]) - len(service[index].lstrip())
-    items: list[str] = []
-    folding = False
-    for line in service[index + 1:]:
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if len(line) - len(line.lstrip()) <= indent:
-            break
-        if stripped.startswith("- "):
-            value = stripped[2:].strip()
-            folding = value == ">-"
-            assert folding or not value.startswith(("|", ">")), f"unsupported block scalar {value!r}"
-            items.append("" if folding else json.loads(value) if value.startswith('"') else value.strip("'"))
-        else:
-            assert folding, f"unexpected line in healthcheck.test: {line!r}"
-            items[-1] = f"{items[-1]} {stripped}".lstrip()
-    return items
-
-
 def test_compose_runs_grafana_next_to_prometheus_with_the_provisioning() -> None:
     grafana = "\n".join(compose_service("grafana"))
     compose_service("prometheus")  # the data source's host
@@ -361,17 +331,3 @@ def test_dashboard_queries_only_metrics_the_broker_exports(live_broker: MiniKafk
     assert "kafka_network_requestmetrics_totaltime_seconds_bucket" in used
     assert {"request", "le"} <= (exposition.samples["kafka_network_requestmetrics_totaltime_seconds_bucket"] or set())
     assert {"topic", "partition"} <= (exposition.samples["minikafka_log_cleaner_dirty_ratio"] or set())
-
-
-def test_broker_healthcheck_command_probes_kafka_and_metrics(live_broker: MiniKafka) -> None:
-    command = healthcheck_command(compose_service("minikafka"))
-    assert command[:3] == ["CMD", "python", "-c"], command
-    script = command[3]
-    assert "9092" in script and "9404" in script
-
-    def run(kafka_port: int) -> int:
-        probe = script.replace("9092", str(kafka_port)).replace("9404", str(live_broker.metrics_port))
-        return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=30).returncode
-
-    assert run(live_broker.port) == 0
-    assert run(free_port()) != 0, "the healthcheck fails while the Kafka listener is down"

@@ -103,7 +103,9 @@ def test_alter_configs_replaces_the_topic_config_set(broker: BrokerProcess) -> N
     admin = _admin(broker)
     _create(admin, "altered", 1, {"cleanup.policy": "compact"})
     resource = ConfigResource(ResourceType.TOPIC, "altered", set_config={"retention.ms": "3600000"})
-    admin.alter_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    with pytest.warns(DeprecationWarning, match="alter_configs has been deprecated"):  # the legacy API on purpose
+        futures = admin.alter_configs([resource])
+    futures[resource].result(timeout=TIMEOUT_S)
     entries = _topic_configs(admin, "altered")
     assert entries["retention.ms"].value == "3600000"
     assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value

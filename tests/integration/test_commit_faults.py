@@ -13,20 +13,17 @@ The cleaner is off and the broker's timers are slow, so the seam counts only the
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from minikafka.broker.config import KafkaConfig
-from minikafka.broker.server import KafkaServer
 from minikafka.testing.mini_kafka import free_port
 from tests.disk_faults import DiskFault
+from tests.in_process_broker import InProcessBroker
 from tests.integration.client_drivers import create_topic, read_committed_values
 
 #: EIO always ends the same way (the log dir offline, then a restart), so the suite injects it at every third call
@@ -41,50 +38,6 @@ PROPS = {
     "log.flush.offset.checkpoint.interval.ms": "3600000", "log.flush.start.offset.checkpoint.interval.ms": "3600000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
-
-
-class InProcessBroker:
-    """A KafkaServer on its own event-loop thread in this process, on a fixed loopback port."""
-
-    def __init__(self, data_dir: Path, port: int) -> None:
-        self.data_dir, self.port = data_dir, port
-        self._started = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self.server: KafkaServer | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self) -> InProcessBroker:
-        self._started.clear()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
-        self._thread.start()
-        assert self._started.wait(30), "the broker did not start"
-        return self
-
-    async def _main(self) -> None:
-        config = KafkaConfig({**PROPS, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                              "log.dirs": str(self.data_dir)})
-        self.server = KafkaServer(config)
-        await self.server.startup()
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._started.set()
-        await self._stop.wait()
-        try:
-            await self.server.shutdown()
-        except Exception:  # an offline log dir cannot be checkpointed; the next start recovers
-            pass
-
-    def stop(self) -> None:
-        assert self._loop is not None and self._stop is not None and self._thread is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
-
-    def offline(self) -> bool:
-        return self.server is not None and self.server.log_manager.offline_reason is not None
 
 
 def run_cycle(bootstrap: str, attempt_s: float, offline: Callable[[], bool]) -> tuple[bool, bool]:
@@ -136,7 +89,7 @@ def test_every_write_fsync_and_rename_of_a_commit_cycle(tmp_path: Path, disk_fau
     fail_at, calls_in_cycle = 1, None
     stride = 1 if error_number == errno.ENOSPC or FULL_MATRIX else EIO_STRIDE
     while calls_in_cycle is None or fail_at <= calls_in_cycle:
-        broker = InProcessBroker(tmp_path / f"fault-{fail_at}", free_port()).start()
+        broker = InProcessBroker(tmp_path / f"fault-{fail_at}", free_port(), PROPS).start()
         create_topic(broker.bootstrap, TOPIC, 1)
         armed = calls_in_cycle is not None
         disk_fault.fail_at, disk_fault.calls, disk_fault.fired, disk_fault.error_number = (
@@ -155,7 +108,7 @@ def test_every_write_fsync_and_rename_of_a_commit_cycle(tmp_path: Path, disk_fau
             assert broker.offline() or (plain_ok and txn_ok), f"{where}: EIO neither failed nor took the dir offline"
         broker.stop()
 
-        restarted = InProcessBroker(broker.data_dir, broker.port).start()
+        restarted = InProcessBroker(broker.data_dir, broker.port, PROPS).start()
         try:
             values = read_committed_values(restarted.bootstrap, TOPIC, 0)
             txn_offset = committed(restarted.bootstrap, "txn")

@@ -139,9 +139,9 @@ def test_S54_log_cleaner_threads_reconfigured_over_the_wire(broker_factory: Brok
     code, message = _alter_default(broker, {THREADS: "two"})
     assert (code, message) == (ErrorCode.INVALID_REQUEST,
                                "Invalid value two for configuration log.cleaner.threads: Not a number of type INT")
-    code, message = _alter_default(broker, {"log.cleaner.enable": "false", "log.retention.ms": "1"})
+    code, message = _alter_default(broker, {"log.cleaner.enable": "false", "num.partitions": "1"})
     assert (code, message) == (ErrorCode.INVALID_REQUEST,
-                               "Cannot update these configs dynamically: Set(log.cleaner.enable, log.retention.ms)")
+                               "Cannot update these configs dynamically: [log.cleaner.enable, num.partitions]")
     code, message = _alter_default(broker, {THREADS: "2"}, resource_name=str(int(node) + 7))
     assert code == ErrorCode.INVALID_REQUEST and message is not None and "Unexpected broker id" in message
     error = _error_of(_alter(admin, {THREADS: "5"}, node))  # the per-broker resource, through confluent-kafka

@@ -31,7 +31,8 @@ from tests.wire_client import WireClient
 MECHANISM = "SCRAM-SHA-256"
 ADMIN = ("admin", "admin-secret")
 ALICE = ("alice", "alice-secret")
-SCRAM_CREDENTIALS = [f"{MECHANISM}=[name={name},password={password}]" for name, password in (ADMIN, ALICE)]
+CAROL = ("carol", "carol-secret")  # the principal of tests/interop/authorization_scenario.py
+SCRAM_CREDENTIALS = [f"{MECHANISM}=[name={name},password={password}]" for name, password in (ADMIN, ALICE, CAROL)]
 # Topics the admin creates before alice asks anything; `doomed` is the one she may delete once granted.
 TOPICS = ("orders", "fin-payments", "fin-secret", "fin-hidden", "doomed")
 TXN_ID = "tx-orders"
@@ -53,6 +54,7 @@ GRANTS = [
     (TOPIC, "new-", PREFIXED, "User:alice", "*", CREATE, ALLOW),
     (GROUP, "grp-", PREFIXED, "User:alice", "*", READ, ALLOW),
     (GROUP, "billing", LITERAL, "User:alice", "10.0.0.9", READ, ALLOW),  # another host: does not apply
+    (GROUP, "grp-", PREFIXED, "User:alice", "*", DESCRIBE_CONFIGS, ALLOW),
     (TRANSACTIONAL_ID, TXN_ID, LITERAL, "User:alice", "*", WRITE, ALLOW),
 ]
 
@@ -252,6 +254,9 @@ def run_requests(client: WireClient, phase: str, new_topic: str) -> Observed:
         ("create topics", create_topics(client, [new_topic, "other-topic", "orders"])),
         ("create topics again", create_topics(client, [new_topic])),
         ("describe configs", _describe_configs(client, [(TOPIC, "orders"), (TOPIC, "fin-payments"), (4, "1")])),
+        # GROUP (32) on the group, BROKER "" (4), BROKER_LOGGER (8) and CLIENT_METRICS (16) on the cluster
+        ("describe configs of other resources", _describe_configs(client, [
+            (32, "grp-a"), (32, "billing"), (4, ""), (8, "1"), (16, "subscription")])),
         ("create acls", create_acls(client, [(TOPIC, "orders", LITERAL, "User:alice", "*", READ, ALLOW)])),
         ("describe acls", _describe_acls(client)),
     ]

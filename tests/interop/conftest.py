@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.interop.java_client import ClientUnavailableError
 from tests.interop.java_client import ensure_built as ensure_java_client
 from tests.interop.kafkajs_client import ensure_installed as ensure_kafkajs_client
+from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bench.kafka_jars import find_main_class, java_command
+from tests.kafka_jars import find_main_class, java_command
 
 TOOL = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand")
 TOOL_TIMEOUT_S = 120

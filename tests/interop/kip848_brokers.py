@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
+from tests.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 
 SESSION_TIMEOUT_MS = 3000

@@ -9,19 +9,27 @@ then after the admin grants literal, prefixed and deny ACLs (tests/interop/acl_s
 
 Kafka's own `kafka-acls` and `kafka-configs` then run against both brokers over the SASL listener with
 `--command-config` (the admin's SCRAM credentials), and as alice, who is refused.
+
+The authorization scenario (tests/interop/authorization_scenario.py) sends one request per API the broker
+advertises as carol, with no ACLs and under narrow ACLs, and compares what each answer reveals (error codes,
+names, ids, offsets, configs, record bytes) between the two brokers.
 """
 
 from __future__ import annotations
 
 import subprocess
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
+from kafka.protocol.metadata.metadata import MetadataRequest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import find_main_class, java_command
-from bench.security_throughput import ScramMiniKafka
+from minikafka.protocol.api_keys import SUPPORTED_VERSIONS
+from tests.apache_kafka import ApacheKafka
+from tests.interop import authorization_scenario
 from tests.interop.acl_scenario import (
     ADMIN,
     ALICE,
@@ -35,6 +43,8 @@ from tests.interop.acl_scenario import (
     run_requests,
     warm_up_coordinators,
 )
+from tests.kafka_jars import find_main_class, java_command
+from tests.scram_mini_kafka import ScramMiniKafka
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
@@ -88,6 +98,69 @@ def test_acl_scenario_answers_the_same_error_codes(brokers: dict[str, str]) -> N
     assert answers["no ACLs: create acls"] == [31] and answers["granted: create acls"] == [31]
     assert answers["granted: join group grp-a"] == 79  # MEMBER_ID_REQUIRED: past the authorizer
     assert answers["granted: init producer id transactional"] == 0
+
+
+def test_every_api_reveals_no_more_than_apache_kafka(brokers: dict[str, str]) -> None:
+    """Issue 29: for every advertised API, as a principal without ACLs and under narrow ACLs, minikafka's answer
+    reveals exactly what Apache Kafka 4.3.1's does."""
+    assert set(SUPPORTED_VERSIONS) <= authorization_scenario.covered_api_keys()
+    apache = authorization_scenario.run(brokers["apache"], ADMIN)
+    ours = authorization_scenario.run(brokers["minikafka"], ADMIN)
+    assert [label for label, _ in apache] == [label for label, _ in ours]
+    differences = [(label, theirs, mine) for (label, theirs), (_, mine) in zip(apache, ours, strict=True)
+                   if theirs != mine]
+    assert differences == [], "\n".join(f"{label}:\n  Apache Kafka {a!r}\n  minikafka    {m!r}"
+                                         for label, a, m in differences)
+    answers = dict(apache)
+    # the scenario did reach past the authorizer under the narrow ACLs, not only refusals
+    assert answers["no ACLs: produce"] != answers["narrow ACLs: produce"]
+    assert answers["no ACLs: consumer group heartbeat by regex"] != answers[
+        "narrow ACLs: consumer group heartbeat by regex"]
+
+
+def kip848_regex_assignment(bootstrap: str, user: tuple[str, str], group: str, regex: str) -> dict[str, int]:
+    """A confluent-kafka `group.protocol=consumer` member subscribed to `regex` (sent to the broker as
+    SubscribedTopicRegex): topic -> number of partitions assigned, once an assignment has held for 1.5 s (Kafka
+    resolves regexes asynchronously, so the first heartbeats may bring nothing) or after 15 s."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user[0], "sasl.password": user[1],
+                         "group.id": group, "group.protocol": "consumer", "enable.auto.commit": False,
+                         "auto.offset.reset": "latest"})
+    try:
+        consumer.subscribe([regex])
+        deadline = time.monotonic() + 15
+        assigned: dict[str, int] = {}
+        changed_at = time.monotonic()
+        while time.monotonic() < deadline and not (assigned and time.monotonic() - changed_at > 1.5):
+            consumer.poll(0.3)
+            now = dict(Counter(tp.topic for tp in consumer.assignment()))
+            if now != assigned:
+                assigned, changed_at = now, time.monotonic()
+        return assigned
+    finally:
+        consumer.close()
+
+
+def test_kip848_regex_matches_internal_topics_filtered_by_describe(brokers: dict[str, str]) -> None:
+    """Issue 23 (scope 2) with a KIP-848 client: a regex matches every topic of the cluster, internal ones
+    included, and only topics the member may DESCRIBE are assigned (Kafka's TopicRegexResolver)."""
+    outcomes = {}
+    for target, bootstrap in brokers.items():
+        topic = "k848-topic"
+        with SaslWireClient(bootstrap, *ADMIN) as admin:
+            assert create_topics(admin, [topic]) == [(topic, 0)]
+            assert create_acls(admin, [(3, "k848-carol", 3, "User:carol", "*", 3, 3),  # READ on the group
+                                       (2, topic, 3, "User:carol", "*", 8, 3)]) == [0, 0]  # DESCRIBE on the topic
+            offsets_partitions = len(admin.request(MetadataRequest[12](
+                topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],
+                allow_auto_topic_creation=False)).topics[0].partitions)
+        regex = f"^(__consumer_offsets|{topic})$"
+        as_admin = kip848_regex_assignment(bootstrap, ADMIN, "k848-admin", regex)
+        as_carol = kip848_regex_assignment(bootstrap, authorization_scenario.CAROL, "k848-carol", regex)
+        outcomes[target] = (as_admin, as_carol)
+        assert as_admin == {"__consumer_offsets": offsets_partitions, topic: 1}, target
+        assert as_carol == {topic: 1}, target
+    assert outcomes["apache"][1] == outcomes["minikafka"][1]
 
 
 def command_config(tmp_path: Path, user: str, password: str) -> Path:

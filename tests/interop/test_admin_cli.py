@@ -22,8 +22,8 @@ from kafka import KafkaProducer
 from kafka.protocol.metadata.metadata import MetadataRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.kafka_jars import find_main_class, java_command
 from tests.integration.client_drivers import create_topic
+from tests.kafka_jars import find_main_class, java_command
 from tests.wire_client import WireClient
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.apache_kafka import check_dump_clean, dump_log
+from tests.apache_kafka import check_dump_clean, dump_log
 from tests.integration.client_drivers import create_topic
 
 pytestmark = pytest.mark.interop

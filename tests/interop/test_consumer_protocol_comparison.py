@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
+from tests.apache_kafka import ApacheKafka
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.interop.consumer_protocol_scenario import COMMITTED, PARTITIONS, produce, resume, share_and_move
@@ -40,7 +40,7 @@ def test_same_assignments_and_offsets_as_apache_kafka(apache_kafka: ApacheKafka,
 def test_kafka_offsets_decoder_reads_our_consumer_group_records(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
     """ConsumerGroupMetadata (3), PartitionMetadata (4), MemberMetadata (5), TargetAssignmentMetadata (6),
     TargetAssignmentMember (7) and CurrentMemberAssignment (8) as Kafka's own `--offsets-decoder` reads them."""
-    from bench.apache_kafka import check_dump_clean, dump_log
+    from tests.apache_kafka import check_dump_clean, dump_log
     from tests.interop.consumer_protocol_scenario import _consumer
 
     broker = BrokerProcess(tmp_path / "data", {"offsets.topic.num.partitions": "1"})

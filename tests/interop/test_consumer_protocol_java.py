@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka
+from tests.apache_kafka import ApacheKafka
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 from tests.interop.consumer_groups_cli import describe

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.apache_kafka import ApacheKafka, DumpResult, check_dump_clean, dump_log
+from tests.apache_kafka import ApacheKafka, DumpResult, check_dump_clean, dump_log
 
 pytestmark = pytest.mark.interop
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.broker.test_fetch_sessions_wire import fetch
 from tests.broker_process import BrokerProcess
 from tests.interop.java_client import run_java_client
 from tests.interop.test_admin_cli import run_tool
+from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.wire_client import WireClient
 
 pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("java_client")]

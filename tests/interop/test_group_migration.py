@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka, check_dump_clean, dump_log
+from tests.apache_kafka import ApacheKafka, check_dump_clean, dump_log
 from tests.integration.client_drivers import create_topic
 from tests.interop.consumer_groups_cli import describe
 from tests.interop.consumer_protocol_scenario import PARTITIONS, produce

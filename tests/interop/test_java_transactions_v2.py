@@ -14,9 +14,9 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 
-from bench.kafka_jars import KafkaHarnessError, ensure_kafka_jars, find_main_class, java_command
 from tests.broker_process import BrokerProcess
 from tests.interop.java_client import JAR, LIB_DIR, ensure_built
+from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars, find_main_class, java_command
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.interop

@@ -1,12 +1,12 @@
 """Issue 12 "the way out": Kafka's MirrorMaker 2 (the official connect-mirror 4.x jars) migrates topics, a compacted
 topic and consumer-group offsets from minikafka into Apache Kafka, and back.
 
-Each direction runs bench/mirror_scenario.py's migration in the README's cut-over order (MirrorMaker started while
-the producers still write to the source, producers stopped, replication lag 0, consumers drained, offsets on the
-target, MirrorMaker stopped, producers and consumers moved). It checks every record (partition, offset, key, value,
-headers, timestamp), the compacted topic's configs and latest value per key, that the drained group resumes on the
-target exactly after its committed offsets and that a lagging group is never moved past its own. The README's
-mm2.properties is checked to be the one the test runs.
+Each direction runs bench/mirror_scenario.py's migration in the cut-over order of docs/moving-to-kafka.md
+(MirrorMaker started while the producers still write to the source, producers stopped, replication lag 0,
+consumers drained, offsets on the target, MirrorMaker stopped, producers and consumers moved). It checks every
+record (partition, offset, key, value, headers, timestamp), the compacted topic's configs and latest value per key,
+that the drained group resumes on the target exactly after its committed offsets and that a lagging group is never
+moved past its own. The page's mm2.properties is checked to be the one the test runs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import ApacheKafka
-from bench.kafka_jars import KafkaHarnessError
 from bench.mirror_maker import ensure_mirror_maker_jars, migration_properties
 from bench.mirror_scenario import (
     AFTER_CUT_OVER_RECORDS,
@@ -30,12 +28,14 @@ from bench.mirror_scenario import (
     MigrationResult,
     run_migration,
 )
+from tests.apache_kafka import ApacheKafka
 from tests.broker_process import BrokerProcess
+from tests.kafka_jars import KafkaHarnessError
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Moving to an Apache Kafka cluster (MirrorMaker 2)"
+README = Path(__file__).resolve().parents[2] / "docs" / "moving-to-kafka.md"  # the docs site's page
+SECTION = "## The MirrorMaker configuration"
 MINIKAFKA_OVERRIDES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
 
 

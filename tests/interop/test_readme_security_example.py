@@ -1,9 +1,9 @@
-"""README's "Security: SASL_SSL and ACLs" section, run as written: its server.properties (as `serve --config`, with
-this test's certificate paths), its `--add-scram` bootstrap, its client properties files, and its `kafka-configs`,
-`kafka-topics` and `kafka-acls` commands (Apache Kafka's own tools from the official 4.x jars). Only the paths and
-the port are replaced; MiniKafka adds its PLAINTEXT readiness listener and picks the ports. Then alice, refused
-before the ACLs, produces and consumes with confluent-kafka and kcat reading the README's alice.properties, and the
-PLAIN user from the JAAS line authenticates."""
+"""The docs' Security page, section "SASL and ACLs" (docs/security.md), run as written: its server.properties (as
+`serve --config`, with this test's certificate paths), its `--add-scram` bootstrap, its client properties files,
+and its `kafka-configs`, `kafka-topics` and `kafka-acls` commands (Apache Kafka's own tools from the official 4.x
+jars). Only the paths and the port are replaced; MiniKafka adds its PLAINTEXT readiness listener and picks the
+ports. Then alice, refused before the ACLs, produces and consumes with confluent-kafka and kcat reading the page's
+alice.properties, and the PLAIN user from the JAAS line authenticates."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from tests.tls_material import CertificateAuthority
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Security: SASL_SSL and ACLs"
+README = Path(__file__).resolve().parents[2] / "docs" / "security.md"  # the docs site's Security page
+SECTION = "## SASL and ACLs"
 README_ADDRESS = "127.0.0.1:9094"
 TOOLS = {
     "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),

@@ -13,11 +13,11 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin._users import ScramMechanism as ClientScramMechanism
 from kafka.net.sasl.scram import ScramClient
 
-from bench.kafka_jars import find_main_class, java_command
 from minikafka.broker.security.scram import ScramMechanism
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.scram_sasl_server import ScramSaslServer
 from tests.broker_process import BrokerProcess
+from tests.kafka_jars import find_main_class, java_command
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bench.kafka_jars import find_main_class, java_command
 from tests.integration.client_drivers import create_topic
+from tests.kafka_jars import find_main_class, java_command
 
 pytestmark = pytest.mark.interop
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.apache_kafka import ApacheKafka
+from tests.apache_kafka import ApacheKafka
 from tests.broker_process import REPO_ROOT
 
 USER_SUITE = REPO_ROOT / "tests" / "testing" / "user_suite"

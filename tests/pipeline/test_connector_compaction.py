@@ -38,7 +38,7 @@ from tests.pipeline.kafka_data import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from bench.apache_kafka import ApacheKafka
+    from tests.apache_kafka import ApacheKafka
     from tests.broker_process import BrokerProcess
 
 PARTITIONS = 2

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from minikafka.protocol.errors import KafkaError
 from minikafka.protocol.records import Record
 from minikafka.protocol.records.builder import build_batch
 from minikafka.storage.clock import FakeClock
@@ -42,9 +43,27 @@ LogFactory = Callable[..., UnifiedLog]
 
 
 @pytest.fixture
-def make_log(tmp_path: Path, clock: FakeClock) -> LogFactory:
+def make_log(tmp_path: Path, clock: FakeClock) -> Iterator[LogFactory]:
+    """Opens logs of `topic-0` under tmp_path; whatever a test leaves open is closed after it (files and all)."""
+    opened: list[UnifiedLog] = []
+
     def factory(overrides: dict[str, str] | None = None, **kwargs: object) -> UnifiedLog:
         config = LogConfig.from_props(overrides or {})
-        return UnifiedLog(tmp_path / "topic-0", config, clock=clock, **kwargs)  # type: ignore[arg-type]
+        log = UnifiedLog(tmp_path / "topic-0", config, clock=clock, **kwargs)  # type: ignore[arg-type]
+        opened.append(log)
+        return log
 
-    return factory
+    yield factory
+    for log in opened:
+        close_quietly(log)
+
+
+def close_quietly(log: UnifiedLog) -> None:
+    """Close a log a test is done with, whatever state the test left it in (offline, files deleted)."""
+    if all(segment.log.closed for segment in log.segments()):
+        return  # the test closed it
+    try:
+        log.close()
+    except (OSError, ValueError, KafkaError):
+        for segment in log.segments():
+            segment.close()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.apache_kafka import KafkaHarnessError, check_dump_clean, dump_log, ensure_kafka_jars
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.unified_log import UnifiedLog
+from tests.apache_kafka import KafkaHarnessError, check_dump_clean, dump_log, ensure_kafka_jars
 from tests.storage.conftest import T0, batch
 
 pytestmark = pytest.mark.interop

@@ -219,3 +219,29 @@ def test_uniform_and_range_assignors() -> None:
     assert sizes == [2, 2, 3]
     union = set().union(*(target[t2.topic_id] for target in h2.manager.consumer_groups["g"].target.values()))
     assert union == set(range(7))
+
+
+def regex_heartbeat(h: Harness, member_id: str, epoch: int, regex: str | None, names: list[str] | None,
+                    describable: set[str]) -> HeartbeatResult:
+    joining = epoch == 0
+    return h.consumer.heartbeat(HeartbeatRequestData(
+        group_id="g", member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=5000 if joining else -1,
+        subscribed_topic_regex=regex if joining else None, subscribed_topic_names=names if joining else None,
+        owned=[] if joining else None, client_id="c", client_host="/127.0.0.1",
+        describable_topics=lambda topics: {name for name in topics if name in describable}))
+
+
+def test_a_regex_resolves_over_internal_topics_to_describable_ones_and_survives_a_reload() -> None:
+    """Kafka's TopicRegexResolver: every topic, internal ones included, filtered by DESCRIBE with the
+    heartbeating member's authorization. After a reload, until a heartbeat resolves it again, the regex keeps
+    only the topics the persisted subscription metadata had: a fence then brings back no filtered-out topic."""
+    h = Harness()
+    open_topic, _secret = h.image.add("__open", 1), h.image.add("__secret", 1)
+    a = regex_heartbeat(h, "a", 0, "__.*", None, {"__open"})
+    assert a.error is ErrorCode.NONE and a.assignment == {open_topic.topic_id: frozenset({0})}
+    assert regex_heartbeat(h, "c", 0, None, ["__open"], {"__open"}).error is ErrorCode.NONE
+    reloaded = Harness(topic=h.topic, image=h.image)
+    assert set(reloaded.manager.consumer_groups["g"].subscription_metadata) == {"__open"}
+    left = reloaded.consumer.heartbeat(HeartbeatRequestData(group_id="g", member_id="c", member_epoch=-1))
+    assert left.error is ErrorCode.NONE
+    assert set(reloaded.manager.consumer_groups["g"].subscription_metadata) == {"__open"}

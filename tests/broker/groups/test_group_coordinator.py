@@ -35,8 +35,10 @@ class Harness:
 
     def join(
         self, member_id: str = "", group: str = "g", instance: str | None = None, session_ms: int = 1000,
-        protocols: list[tuple[str, bytes]] | None = None, require_known: bool = True,
+        protocols: list[tuple[str, bytes]] | None = None, require_known: bool = True, run_timers: bool = True,
     ) -> list[JoinGroupResult]:
+        """One JoinGroup; then, unless `run_timers` is False, the timers due now run (the event loop's next
+        turn: the initial rebalance completes from its delay timer even at 0 ms)."""
         out: list[JoinGroupResult] = []
         request = JoinGroupRequestData(
             session_timeout_ms=session_ms, rebalance_timeout_ms=2000, group_instance_id=instance,
@@ -44,6 +46,8 @@ class Harness:
             client_host="/127.0.0.1", require_known_member_id=require_known,
         )
         self.coordinator.handle_join_group(group, member_id, request, out.append)
+        if run_timers:
+            self.scheduler.advance_ms(0)
         return out
 
     def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,
@@ -286,3 +290,117 @@ def test_requests_during_startup_load_get_load_in_progress_until_it_finishes() -
     during, after = asyncio.run(start_and_probe())
     assert (during, after) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NONE)
     assert restarted.manager.get_group("g") is not None
+
+
+def test_initial_rebalance_completes_from_its_timer_also_at_zero_delay() -> None:
+    """Kafka's prepareRebalance: an empty group's first rebalance never completes inside a JoinGroup, only when
+    its delay timer fires, so two static members joining together land in one generation (issue 30)."""
+    h = Harness()  # group.initial.rebalance.delay.ms=0
+    first = h.join(instance="consumer1", run_timers=False)
+    assert first == [], "the initial rebalance must wait for its timer, even at 0 ms"
+    second = h.join(instance="consumer2", run_timers=False)
+    h.scheduler.advance_ms(0)
+    assert [r.generation_id for r in first + second] == [1, 1]
+    assert len(first[0].members) == 2 and second[0].members == []
+
+
+def test_a_later_rebalance_completes_as_soon_as_everyone_rejoined() -> None:
+    """Only the initial rebalance waits for a timer; a rebalance of a non-empty group completes from the last join."""
+    h = Harness()
+    member, generation = h.stable_group_of_one()
+    [rejoined] = h.join(member, run_timers=False)  # the leader rejoins: a new generation at once
+    assert rejoined.generation_id == generation + 1
+
+
+def test_initial_delay_extension_follows_kafka() -> None:
+    """tryCompleteInitialRebalanceElseSchedule: each expiry that saw a new member extends by another delay, capped
+    by what remains of the largest rebalance timeout (2000 ms here) minus the delays already waited."""
+    h = Harness()
+    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=800)
+    first = h.join(require_known=False)             # t=0: remaining 1200
+    h.scheduler.advance_ms(100)
+    second = h.join(require_known=False)            # t=100: extends at t=800 by min(800, 1200) -> t=1600
+    h.scheduler.advance_ms(1000)
+    third = h.join(require_known=False)             # t=1100: extends at t=1600 by min(800, 400) -> t=2000
+    h.scheduler.advance_ms(800)
+    assert first == second == third == []          # t=1900
+    h.scheduler.advance_ms(100)                     # t=2000: no time remains, completes
+    assert [r.generation_id for r in first + second + third] == [1, 1, 1]
+
+
+def test_static_member_rejoining_a_stable_group_is_persisted_without_a_rebalance() -> None:
+    """KIP-345: a known instance id rejoining with an unknown member id in Stable takes over the old id's place;
+    the new id is written to the log (a reload knows it) and the generation stays."""
+    h = Harness()
+    [joined] = h.join(instance="i1")
+    h.sync(joined.member_id, joined.generation_id, {joined.member_id: b"X"})
+    [rejoined] = h.join(instance="i1", session_ms=1500)
+    assert (rejoined.error, rejoined.generation_id, rejoined.leader_id) == (
+        ErrorCode.NONE, joined.generation_id, joined.member_id)  # the leader as it was before the replacement
+    group = Harness(topic=h.topic).manager.get_group("g")
+    assert group is not None and group.static_member_id("i1") == rejoined.member_id
+    assert group.members[rejoined.member_id].session_timeout_ms == 1500
+
+
+def test_static_member_rejoining_with_another_protocol_rebalances() -> None:
+    h = Harness()
+    [joined] = h.join(instance="i1")
+    h.sync(joined.member_id, joined.generation_id, {joined.member_id: b"X"})
+    [rejoined] = h.join(instance="i1", protocols=[("roundrobin", b""), *PROTOCOLS])
+    assert rejoined.generation_id == joined.generation_id + 1 and rejoined.members
+
+
+def test_static_member_rejoining_during_completing_rebalance_forces_a_rebalance() -> None:
+    """The leader may already be assigning to the old id, so Kafka starts a new generation."""
+    h = Harness()
+    [joined] = h.join(instance="i1")
+    assert h.manager.get_group("g").is_(GroupState.COMPLETING_REBALANCE)  # type: ignore[union-attr]
+    [rejoined] = h.join(instance="i1")
+    assert rejoined.generation_id == joined.generation_id + 1
+
+
+def test_a_static_member_that_does_not_rejoin_stays_in_the_next_generation() -> None:
+    """completeClassicGroupJoin removes only dynamic members that did not rejoin; a static one stays (KIP-345) until
+    its session timeout, and the leader's member list still names it."""
+    h = Harness()
+    first = h.join(instance="consumer1", session_ms=10_000, run_timers=False)
+    second = h.join(instance="consumer2", session_ms=10_000, run_timers=False)
+    h.scheduler.advance_ms(0)
+    leader = next(r for r in first + second if r.members)
+    follower = next(r for r in first + second if not r.members)
+    for result in (leader, follower):
+        h.sync(result.member_id, result.generation_id, {leader.member_id: b"L", follower.member_id: b"F"})
+    rejoined = h.join(leader.member_id, instance=leader_instance(h, leader.member_id), session_ms=10_000,
+                      run_timers=False)
+    assert rejoined == []  # waits for the follower, which does not come
+    h.scheduler.advance_ms(2000)  # rebalance timeout
+    group = h.manager.get_group("g")
+    assert group is not None and follower.member_id in group.members
+    assert [r.generation_id for r in rejoined] == [leader.generation_id + 1]
+    assert {m[0] for m in rejoined[0].members} == {leader.member_id, follower.member_id}
+
+
+def leader_instance(h: Harness, member_id: str) -> str | None:
+    group = h.manager.get_group("g")
+    assert group is not None
+    return group.members[member_id].group_instance_id
+
+
+def test_a_member_that_never_syncs_is_removed_after_the_rebalance_timeout() -> None:
+    """Kafka's schedulePendingSync/expirePendingSync: heartbeats alone do not keep a member that got the new
+    generation but sends no SyncGroup; after the rebalance timeout it is removed and the group rebalances."""
+    h = Harness()
+    first = h.join(require_known=False, run_timers=False)
+    second = h.join(require_known=False, run_timers=False)
+    h.scheduler.advance_ms(0)
+    leader = next(r for r in first + second if r.members)
+    silent = next(r for r in first + second if not r.members)
+    h.sync(leader.member_id, leader.generation_id, {leader.member_id: b"L", silent.member_id: b"S"})
+    for _ in range(3):  # 1500 ms: both heartbeat, the silent one never syncs
+        h.scheduler.advance_ms(500)
+        for member in (leader, silent):
+            assert h.coordinator.handle_heartbeat("g", member.member_id, None, leader.generation_id) is ErrorCode.NONE
+    h.scheduler.advance_ms(500)  # the rebalance timeout (2000 ms) since the join completed
+    group = h.manager.get_group("g")
+    assert group is not None and silent.member_id not in group.members and leader.member_id in group.members
+    assert group.is_(GroupState.PREPARING_REBALANCE)

@@ -51,6 +51,7 @@ def join(h: Harness, member_id: str, owned: dict[str, list[int]] | None = None, 
                                    protocols=[("range", subscription(["t"], owned)), ("roundrobin", b"\x00\x00")],
                                    client_id=client_id, client_host="/127.0.0.1", require_known_member_id=False)
     h.coordinator.handle_join_group(group, member_id, request, out.append)
+    h.scheduler.advance_ms(0)  # the initial rebalance completes from its (0 ms) delay timer
     assert len(out) == 1, "the join should have completed"
     return out[0]
 

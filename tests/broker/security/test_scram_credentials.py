@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kafka.net.sasl.scram import ScramClient
 
+from minikafka.broker.security.sasl_server import SaslAuthenticationError, SaslError
 from minikafka.broker.security.scram import ScramMechanism, salted_password
 from minikafka.broker.security.scram_credentials import (
     SCRAM_CREDENTIALS_FILE,
@@ -32,12 +33,14 @@ def upsertion(user: str, password: str, mechanism: ScramMechanism = SHA256, iter
 
 
 def authenticates(store: ScramCredentialStore, user: str, password: str, mechanism: ScramMechanism) -> bool:
+    """Whether the SCRAM exchange succeeds; False only when the server refuses it (its SASL errors), so a bug
+    that raises anything else fails the test instead of reading as a refused login."""
     server = ScramSaslServer(mechanism, store.get)
     client = ScramClient(user, password, mechanism.mechanism_name)
     try:
         client.process_server_first_message(server.evaluate_response(client.first_message()))
         client.process_server_final_message(server.evaluate_response(client.final_message()))
-    except Exception:
+    except (SaslError, SaslAuthenticationError):
         return False
     return server.is_complete
 

@@ -1,0 +1,171 @@
+"""Two static (KIP-345) confluent-kafka members join a new classic group together; how many rebalances they see.
+
+    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up] [--only apache|minikafka]
+
+Both brokers run with `group.initial.rebalance.delay.ms=0` (issue 30). Each round: a fresh group, two consumers
+(`consumer1`, `consumer2`, eager `range` assignment) created, connected (unless `--no-warm-up`), then subscribed at
+one barrier; each polls in
+its own thread and records every rebalance callback. A round ends when both hold an assignment covering the
+3-partition topic that has been quiet for `SETTLE_S` (a second rebalance, if any, starts well within that).
+"One rebalance" = each member got exactly one assignment. The rule itself is tested exactly (both joins held in
+the stopped broker's sockets) by tests/interop/test_static_join.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.apache_kafka import ApacheKafka
+
+SETTLE_S = 2.0
+ROUND_TIMEOUT_S = 45.0
+WARM_UP_S = 1.5
+PARTITIONS = 3
+
+
+@dataclass
+class MemberLog:
+    """What one member's rebalance callbacks saw, in order. Written by its poll thread, read after join()."""
+
+    instance_id: str
+    assigns: list[list[int]] = field(default_factory=list)
+    revokes: list[list[int]] = field(default_factory=list)
+    last_event_s: float = 0.0
+
+    @property
+    def current(self) -> list[int]:
+        return self.assigns[-1] if self.assigns else []
+
+
+@dataclass(frozen=True)
+class JoinOutcome:
+    members: tuple[MemberLog, ...]
+
+    @property
+    def rebalances(self) -> int:
+        """Assignments handed out per member, the most any member saw (1 = the two landed in one generation)."""
+        return max(len(member.assigns) for member in self.members)
+
+    def describe(self) -> str:
+        return "; ".join(f"{m.instance_id}: assigns={m.assigns} revokes={m.revokes}" for m in self.members)
+
+
+def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex: bool = False,
+              warm_up: bool = True) -> JoinOutcome:
+    """Start two static members (`consumer1`, `consumer2`) of a fresh group on `topic` at the same moment
+    (`regex`: subscribed as `^topic.*`, as librdkafka's static-membership test does)."""
+    from confluent_kafka import Consumer
+
+    group = group_id or f"static-join-{uuid.uuid4().hex[:8]}"
+    logs = (MemberLog("consumer1"), MemberLog("consumer2"))
+    consumers: list[Any] = []
+    for log in logs:
+        consumers.append(Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.instance.id": log.instance_id,
+            "session.timeout.ms": 30_000,
+            "max.poll.interval.ms": 30_000,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 500,
+            "metadata.max.age.ms": 5_000,
+        }))
+    if warm_up:  # both connected and their coordinator known before they subscribe: the joins leave together
+        for consumer in consumers:
+            consumer.list_topics(topic, timeout=10)
+        time.sleep(WARM_UP_S)
+    start = threading.Barrier(len(consumers))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def member(consumer: Any, log: MemberLog) -> None:
+        def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+            log.assigns.append(sorted(p.partition for p in partitions))
+            log.last_event_s = time.monotonic()
+
+        def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
+            log.revokes.append(sorted(p.partition for p in partitions))
+            log.last_event_s = time.monotonic()
+
+        try:
+            start.wait(timeout=30)
+            consumer.subscribe([f"^{topic}.*" if regex else topic], on_assign=on_assign, on_revoke=on_revoke)
+            while not stop.is_set():
+                consumer.poll(0.1)
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=member, args=(c, log), daemon=True) for c, log in zip(consumers, logs)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + ROUND_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline and not errors:
+            covered = sorted(p for log in logs for p in log.current)
+            quiet = all(log.last_event_s and time.monotonic() - log.last_event_s >= SETTLE_S for log in logs)
+            if covered == list(range(PARTITIONS)) and all(log.current for log in logs) and quiet:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the two members did not settle: {errors or [log for log in logs]}")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        for consumer in consumers:
+            consumer.close()
+    return JoinOutcome(logs)
+
+
+def _rounds(bootstrap: str, rounds: int, regex: bool, warm_up: bool) -> list[int]:
+    from tests.integration.client_drivers import create_topic
+
+    topic = f"static-join-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    counts = []
+    for index in range(rounds):
+        outcome = run_round(bootstrap, topic, regex=regex, warm_up=warm_up)
+        counts.append(outcome.rebalances)
+        print(f"  round {index + 1}: {outcome.rebalances} rebalance(s)  {outcome.describe()}", flush=True)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+    from pathlib import Path
+
+    from minikafka.testing import MiniKafka
+
+    parser = argparse.ArgumentParser(prog="python -m bench.static_join", description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--regex", action="store_true", help="subscribe by pattern, as librdkafka's test does")
+    parser.add_argument("--only", choices=("apache", "minikafka"))
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="subscribe right after creating the consumers (their joins then leave milliseconds apart)")
+    args = parser.parse_args(argv)
+    results: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.only != "minikafka":
+            with ApacheKafka(Path(tmp) / "apache") as kafka:  # group.initial.rebalance.delay.ms=0 there too
+                print("Apache Kafka", flush=True)
+                results["apache"] = _rounds(kafka.bootstrap, args.rounds, args.regex, not args.no_warm_up)
+        if args.only != "apache":
+            overrides = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
+            with MiniKafka(overrides, data_dir=Path(tmp) / "minikafka") as broker:
+                print("minikafka", flush=True)
+                results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex, not args.no_warm_up)
+    for name, counts in results.items():
+        one = counts.count(1)
+        print(f"{name}: {one} of {len(counts)} rounds with exactly one rebalance; "
+              f"rebalances per round {sorted(set(counts))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""`Console`: the console's routes on the admin HTTP server — `/` (topics and consumer groups), `/topic?name=T`
+(partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes every second),
+`/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value only for
+`show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build step.
+
+The console has no authentication of its own: AdminHttpServer guards every path but `/metrics` with the `/admin/*`
+rules (Basic credentials and a DESCRIBE-on-cluster ACL once security is configured; loopback only without it).
+Event-loop thread only; page data is read in worker threads except group lag (the coordinator is loop-owned).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from importlib.resources import files
+
+from minikafka.broker.admin_http import AdminHttpServer
+from minikafka.broker.console import pages
+from minikafka.broker.console.state import ConsoleState, group_lags
+from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.key_records import parse_key
+from minikafka.cleaner.log_cleaner import LogCleaner
+from minikafka.storage.clock import Clock
+from minikafka.storage.log_manager import LogManager
+
+Reply = tuple[int, str, bytes]
+HTML = "text/html; charset=utf-8"
+STATIC_TYPES = {"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"}
+
+
+def _first(query: dict[str, list[str]], name: str) -> str | None:
+    values = query.get(name)
+    return values[0] if values else None
+
+
+class Console:
+    """Registers and serves the console pages; `group_coordinator` is read when a page asks (it is created
+    after the admin port starts)."""
+
+    def __init__(self, log_manager: LogManager, log_cleaner: LogCleaner, clock: Clock,
+                 group_coordinator: GroupCoordinator | None = None) -> None:
+        self.state = ConsoleState(log_manager, log_cleaner)
+        self.log_manager = log_manager
+        self.clock = clock
+        self.group_coordinator = group_coordinator
+        self._static = {name: files("minikafka.broker.console").joinpath("static", name).read_bytes()
+                        for name in STATIC_TYPES}
+
+    def register(self, server: AdminHttpServer) -> None:
+        server.routes[("GET", "/")] = self.front
+        server.routes[("GET", "/topic")] = self.topic
+        server.routes[("GET", "/topic/live")] = self.topic_live
+        server.routes[("GET", "/key")] = self.key
+        for name in STATIC_TYPES:
+            server.routes[("GET", f"/static/{name}")] = functools.partial(self.static, name)
+
+    async def static(self, name: str, _query: dict[str, list[str]]) -> Reply:
+        return 200, STATIC_TYPES[name], self._static[name]
+
+    async def front(self, _query: dict[str, list[str]]) -> Reply:
+        now_ms = self.clock.time_ms()
+        topics = await asyncio.to_thread(self.state.topic_views, now_ms)
+        groups = group_lags(self.group_coordinator, self.log_manager)
+        return 200, HTML, pages.front_page(topics, groups, now_ms)
+
+    async def topic(self, query: dict[str, list[str]]) -> Reply:
+        return await self._topic(query, pages.topic_page)
+
+    async def topic_live(self, query: dict[str, list[str]]) -> Reply:
+        return await self._topic(query, pages.topic_live)
+
+    async def _topic(self, query: dict[str, list[str]], render: pages.TopicRenderer) -> Reply:
+        name = _first(query, "name") or ""
+        now_ms = self.clock.time_ms()
+        view = await asyncio.to_thread(self.state.topic_detail, name, now_ms)
+        if view is None:
+            return 404, HTML, pages.message_page("No such topic", f"Topic {name} does not exist.")
+        return 200, HTML, render(view, now_ms)
+
+    async def key(self, query: dict[str, list[str]]) -> Reply:
+        topic = _first(query, "topic") or ""
+        key_text, hex_text = _first(query, "key"), _first(query, "key_hex")
+        if _first(query, "hex") and key_text is not None:  # the form's hex checkbox
+            key_text, hex_text = None, key_text
+        try:
+            key = parse_key(key_text, hex_text)
+            partition = int(p) if (p := _first(query, "partition")) else None
+            show = int(s) if (s := _first(query, "show")) else None
+        except ValueError as error:
+            return 400, HTML, pages.message_page("Bad key lookup", str(error))
+        lookup = await asyncio.to_thread(self.state.key_lookup, topic, key, partition, self.clock.time_ms(), show)
+        if lookup is None:
+            return 404, HTML, pages.message_page("No such partition",
+                                                 f"Topic {topic} (partition {partition}) does not exist.")
+        shown = hex_text if hex_text is not None else key_text
+        return 200, HTML, pages.key_page(lookup, shown or "", hex_text is not None)
