@@ -11,8 +11,14 @@ PACKAGES := protocol storage cleaner broker testing pipeline
 MYPY_PATH := $(VENV)/mypy-path
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
+HOST ?= 127.0.0.1
+PORT ?= 9092
+# make test-pythons: the interpreters nox looks for (python3.12, python3.13) on PATH or under pyenv's versions
+PYENV_BINS := $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versions/3.13*/bin)
+empty :=
+space := $(empty) $(empty)
 
-.PHONY: run test lint typecheck contracts docs pytest test-container clean
+.PHONY: run test test-pythons lint typecheck contracts docs pytest test-container clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +33,19 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(STAMP)
 
 ## make run: start the broker on 127.0.0.1:9092, data in ./data, Prometheus metrics on :9404
+## (make run PORT=9093 HOST=0.0.0.0 DATA_DIR=/var/lib/minikafka METRICS_PORT=9500)
 run: $(STAMP)
 	$(BIN)/minikafka serve --config config/server.properties \
+		--override listeners=PLAINTEXT://$(HOST):$(PORT) \
 		--override log.dirs=$(DATA_DIR) \
 		--override minikafka.metrics.port=$(METRICS_PORT)
 
 ## make test: lint, import contracts, type checks, the docs site, then the whole test suite
 test: lint contracts typecheck docs pytest
+
+## make test-pythons: the suite without its Java and Spark parts on Python 3.12 and 3.13 (noxfile.py)
+test-pythons: $(TEST_STAMP)
+	PATH="$(subst $(space),:,$(PYENV_BINS)):$$PATH" $(BIN)/nox --sessions tests
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check $(PACKAGES) tests bench

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import signal
@@ -24,10 +25,13 @@ from pathlib import Path
 from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
 from minikafka.broker.config import KafkaConfig, load_properties
 from minikafka.broker.erase_cli import register as register_erase
+from minikafka.broker.log_dir_lock import LogDirLock
 from minikafka.broker.malloc_tuning import keep_freed_memory
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.scram_parser import parse_add_scram
 from minikafka.broker.server import KafkaServer
+from minikafka.broker.speedups import warn_missing_speedups
+from minikafka.broker.startup_error import StartupError
 from minikafka.protocol.errors import KafkaError
 
 log = logging.getLogger("minikafka")
@@ -45,7 +49,12 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 async def _serve(config: KafkaConfig) -> None:
     server = KafkaServer(config)
-    await server.startup()
+    try:
+        await server.startup()
+    except BaseException:
+        if server.log_manager.started:  # a failure after the logs were opened: close them as a shutdown does
+            await server.shutdown()
+        raise
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -54,27 +63,62 @@ async def _serve(config: KafkaConfig) -> None:
     await server.shutdown()
 
 
-def serve(args: argparse.Namespace) -> int:
-    props: dict[str, str] = {}
-    if args.config is not None:
-        props.update(load_properties(Path(args.config)))
-    props.update(_parse_overrides(args.override))
+def _read_config_file(path: Path) -> dict[str, str]:
     try:
+        return load_properties(path)
+    except FileNotFoundError:
+        raise StartupError("--config", path, "no such file",
+                           "pass an existing server.properties (the repository has config/server.properties)") from None
+    except IsADirectoryError:
+        raise StartupError("--config", path, "is a directory", "pass a server.properties file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise StartupError("--config", path, f"cannot be read ({reason})", "pass a readable UTF-8 file") from None
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Exit 0 after a clean shutdown; 2 for an invalid configuration, 1 for another start-up mistake (a port in
+    use, a log dir that cannot be created or that another broker holds): one line, no traceback."""
+    try:
+        props: dict[str, str] = {}
+        if args.config is not None:
+            props.update(_read_config_file(Path(args.config)))
+        props.update(_parse_overrides(args.override))
         config = KafkaConfig(props)
+    except StartupError as error:
+        log.error("%s", error)
+        return 2
     except KafkaError as error:
         log.error("invalid configuration: %s", error.message or error)
         return 2
-    if args.add_scram and not _add_scram(config, args.add_scram):
+    try:
+        # Kafka's first step in a log dir: nothing in it is read or written before the lock is held.
+        log_dir_lock = LogDirLock.acquire(config.log_dir)
+    except StartupError as error:
+        log.error("%s", error)
+        return 1
+    try:
+        return _serve_locked(config, args.add_scram)
+    finally:
+        log_dir_lock.release()
+
+
+def _serve_locked(config: KafkaConfig, add_scram: list[str]) -> int:
+    if add_scram and not _add_scram(config, add_scram):
         return 2
     keep_freed_memory()
+    warn_missing_speedups()
     try:
         import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
+    except ImportError:
         run = asyncio.run
     else:
         run = uvloop.run
     try:
         run(_serve(config))
+    except StartupError as error:  # a listener or the admin port cannot bind
+        log.error("%s", error)
+        return 1
     except KafkaError as error:  # found at startup: an unreadable key store, a SASL listener without mechanisms
         log.error("invalid configuration: %s", error.message or error)
         return 2
@@ -152,6 +196,28 @@ def compact(args: argparse.Namespace) -> int:
 
 
 BUILT_IN_COMMANDS = ("serve", "compact", "erase")
+
+
+class _DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Appends `(default: X)` to an option's help when it has a real default its help does not already name."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help_text = action.help or ""
+        default = action.default
+        if ("default" in help_text or default in (None, False, [], argparse.SUPPRESS)
+                or action.option_strings == [] or isinstance(default, bool)):
+            return action.help
+        return f"{help_text} (default: %(default)s)"
+
+
+def _version() -> str:
+    """The installed distribution's version, as `pip show minikafka` reports it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("minikafka")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 EXACT_COMPACTION_GROUP = "minikafka.exact_compaction"
 
 
@@ -161,8 +227,8 @@ def _exact_compaction(args: argparse.Namespace) -> int:
 
     planners = list(entry_points(group=EXACT_COMPACTION_GROUP))
     if not planners:
-        print("minikafka compact --exact: no planner installed; install the Spark extra: "
-              "pip install 'minikafka[spark]'", file=sys.stderr)
+        print("minikafka compact --exact: no planner installed; install the Spark extra from your clone of "
+              "minikafka: pip install './minikafka[spark]' (minikafka is not on a package index)", file=sys.stderr)
         return 2
     exit_code: int = planners[0].load()(args)
     return exit_code
@@ -176,8 +242,13 @@ def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.Argu
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker")
+    parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker",
+                                     formatter_class=_DefaultsHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
+    # Every subcommand's --help shows its defaults (the plugin commands' parsers get the same formatter).
+    commands.add_parser = functools.partial(  # type: ignore[method-assign]
+        commands.add_parser, formatter_class=_DefaultsHelpFormatter)
     serve_parser = commands.add_parser("serve", help="run the broker")
     serve_parser.add_argument("--config", help="a server.properties file")
     serve_parser.add_argument(

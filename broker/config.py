@@ -143,10 +143,18 @@ class KafkaConfig:
         SASL_CONFIG_DEF.parse(self.props)  # per-listener SASL settings are checked when the listeners start
         LOG_DIR_CONFIG_DEF.parse(self.props)
         QUOTA_CONFIG_DEF.parse(self.props)
+        # A topic config by its topic name (cleanup.policy) is no broker key, as in Kafka, but a bad value is refused
+        # as its log.* synonym's would be rather than passing unseen.
+        topic_named = {name: value for name, value in self.props.items() if name not in _LOG_SYNONYMS
+                       and TOPIC_TO_BROKER_SYNONYM.get(name, name) != name}
+        LogConfig.from_props(topic_named, {})
         for name in self.props:
             known = any(name in table for table in _CONFIG_TABLES)
             # listener.name.<listener>.<key> overrides a key for one listener (its SASL keys carry a mechanism too)
-            if not (known or name in _LOG_SYNONYMS or name.startswith("listener.name.")):
+            if name in topic_named:
+                log.warning("Unknown broker configuration %s ignored: it is a topic config; set %s for the default "
+                            "of every topic", name, TOPIC_TO_BROKER_SYNONYM[name])
+            elif not (known or name in _LOG_SYNONYMS or name.startswith("listener.name.")):
                 log.warning("Unknown broker configuration %s ignored", name)
         self.listeners, self.advertised_listeners = parse_listeners(
             values["listeners"], values["listener.security.protocol.map"], values["advertised.listeners"])
@@ -213,14 +221,18 @@ def _network_limits(values: Mapping[str, Any]) -> NetworkLimits:
 
 
 def load_properties(path: Path) -> dict[str, str]:
-    """Read a Java .properties file (key=value or key: value; # and ! comments)."""
+    """Read a Java .properties file (key=value or key: value; # and ! comments). OSError when the file cannot be
+    read; InvalidConfigError naming the file and the line number for a line that is not key=value."""
     props: dict[str, str] = {}
-    for raw_line in path.read_text(encoding="utf-8").splitlines():
+    for line_number, raw_line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw_line.strip()
         if not line or line[0] in "#!":
             continue
         separator = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if separator < 0:
-            raise InvalidConfigError(f"{path}: line {raw_line!r} is not key=value")
-        props[line[:separator].strip()] = line[separator + 1 :].strip()
+        key = line[:separator].strip()
+        if separator < 0 or not key:
+            raise InvalidConfigError(
+                f"{path}, line {line_number}: {line!r} is " + ("not key=value" if separator < 0 else "without a key")
+                + "; write one key=value per line (# starts a comment)")
+        props[key] = line[separator + 1 :].strip()
     return props

@@ -53,6 +53,7 @@ from minikafka.broker.listeners import EndPoint
 from minikafka.broker.memory_pool import MemoryPool
 from minikafka.broker.security.principal_mapping import NoMatchingRule, SslPrincipalMapper
 from minikafka.broker.session import ANONYMOUS, KafkaPrincipal, Session
+from minikafka.broker.startup_error import bind_error
 from minikafka.protocol.connection import CONNECTION_CLOSED, NEED_DATA, RequestReceived, ServerConnection
 from minikafka.protocol.errors import InvalidConfigError, ProtocolError
 from minikafka.protocol.response_frame import ResponseFrame
@@ -195,12 +196,16 @@ class SocketServer:
             for listener in self.listeners:
                 endpoint = listener.endpoint
                 on_connected = functools.partial(self._on_connection, listener)
-                server = await asyncio.get_running_loop().create_server(
-                    functools.partial(ClientConnection, on_connected, READER_LIMIT_BYTES),
-                    endpoint.host or None, endpoint.port,
-                    reuse_address=True, start_serving=False, ssl=listener.ssl_context,
-                    ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.ssl_context is not None else None,
-                )
+                try:
+                    server = await asyncio.get_running_loop().create_server(
+                        functools.partial(ClientConnection, on_connected, READER_LIMIT_BYTES),
+                        endpoint.host or None, endpoint.port,
+                        reuse_address=True, start_serving=False, ssl=listener.ssl_context,
+                        ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.ssl_context is not None else None,
+                    )
+                except OSError as error:
+                    raise bind_error("listeners", f"{endpoint.listener_name}://{endpoint.host}:{endpoint.port}",
+                                     error, "choose another port or host in listeners") from None
                 self._servers[endpoint.listener_name] = server
                 self.bound_ports[endpoint.listener_name] = server.sockets[0].getsockname()[1]
         except BaseException:

@@ -40,6 +40,7 @@ from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.ssl_factory import create_server_context
 from minikafka.broker.share.share_coordinator import ShareCoordinator
 from minikafka.broker.share.share_metrics import ShareGroupCollector
+from minikafka.broker.startup_error import bind_error
 from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
 from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -153,7 +154,11 @@ class KafkaServer:
             self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator).register(self.admin_http)
-            await self.admin_http.start()
+            try:
+                await self.admin_http.start()
+            except OSError as error:
+                raise bind_error("minikafka.metrics.port", str(metrics_port), error,
+                                 "choose another port (0: any free one, -1: no metrics/admin HTTP)") from None
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from minikafka.broker.admin_client import AdminCredentials, with_credentials
 from minikafka.pipeline.kafka_source import kafka_source_options
 from minikafka.pipeline.session import build_spark_session
-from minikafka.pipeline.topic_configs import describe_topic_configs
+from minikafka.pipeline.topic_configs import describe_topic_configs, is_compacted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -171,17 +171,21 @@ def run_audit(
     roll_check_ms = int(state.get("roll_check_interval_ms", 0)) if state else 0
     checkpoints = {int(p["partition"]): int(p["cleaner_checkpoint_offset"])
                    for p in (state or {}).get("partitions", []) if p["cleaner_checkpoint_offset"] is not None}
-    has_deadline = max_lag_ms < LONG_MAX
+    compacted = is_compacted(configs)
+    if not compacted:  # no cleaner runs on the topic: its checkpoint and deadlines mean nothing
+        checkpoints = {}
+    has_deadline = compacted and max_lag_ms < LONG_MAX
     value_deadline = max_lag_ms + backoff_ms + roll_check_ms + grace_ms if has_deadline else None
     tombstone_deadline = (max_lag_ms + delete_retention_ms + 2 * backoff_ms + roll_check_ms + grace_ms
                           if has_deadline else None)
+    no_deadline = ("not applicable: max.compaction.lag.ms is not set" if compacted
+                   else f"not applicable: cleanup.policy={configs.get('cleanup.policy')}, no compaction guarantee")
     rules = {
         "offset_order": "checked",
-        "duplicate_below_checkpoint": "checked" if state else "not checked: the broker exposes no cleaner checkpoint",
-        "overdue_value": f"deadline {value_deadline} ms after being superseded" if has_deadline
-        else "not applicable: max.compaction.lag.ms is not set",
-        "overdue_tombstone": f"deadline {tombstone_deadline} ms after being written" if has_deadline
-        else "not applicable: max.compaction.lag.ms is not set",
+        "duplicate_below_checkpoint": no_deadline if not compacted else "checked" if state
+        else "not checked: the broker exposes no cleaner checkpoint",
+        "overdue_value": f"deadline {value_deadline} ms after being superseded" if has_deadline else no_deadline,
+        "overdue_tombstone": f"deadline {tombstone_deadline} ms after being written" if has_deadline else no_deadline,
     }
 
     options = kafka_source_options(bootstrap_servers, topic, kafka_options=kafka_options)

@@ -12,6 +12,7 @@ from typing import Any
 
 from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args
 from minikafka.pipeline.session import SparkUnavailableError
+from minikafka.pipeline.topic_configs import describe_topic_configs, is_compacted
 
 
 def _pairs(flag: str, pairs: list[str]) -> dict[str, str]:
@@ -56,7 +57,19 @@ def register_audit(commands: Any) -> None:
     parser.set_defaults(handler=run_audit_command)
 
 
+def _check_topic(command: str, args: argparse.Namespace) -> dict[str, str] | None:
+    """Before Spark starts (tens of seconds, and a table or checkpoint written): the broker answers and the topic
+    exists. Its configs, or None after printing the one-line reason."""
+    try:
+        return describe_topic_configs(args.bootstrap_servers, args.topic, _pairs("--kafka-option", args.kafka_option))
+    except ValueError as error:
+        print(f"minikafka {command}: {error}", file=sys.stderr)
+        return None
+
+
 def run_snapshot_command(args: argparse.Namespace) -> int:
+    if _check_topic("snapshot", args) is None:
+        return 2
     try:
         from minikafka.pipeline.snapshot import print_progress, snapshot
 
@@ -77,6 +90,12 @@ def run_snapshot_command(args: argparse.Namespace) -> int:
 
 def run_audit_command(args: argparse.Namespace) -> int:
     """Exit 0 when every guarantee holds, 1 when one is broken (the report names partition and offset)."""
+    configs = _check_topic("audit", args)
+    if configs is None:
+        return 2
+    if not is_compacted(configs):
+        print(f"minikafka audit: {args.topic} has cleanup.policy={configs.get('cleanup.policy')}: compaction "
+              "guarantees do not apply; only the offset order is checked", file=sys.stderr, flush=True)
     try:
         from minikafka.pipeline.audit import DEFAULT_GRACE_MS, audit
 
@@ -103,10 +122,21 @@ def run_audit_command(args: argparse.Namespace) -> int:
 def run_exact_compaction(args: argparse.Namespace) -> int:
     """`minikafka compact TOPIC --exact`: the plan on Spark, applied by the broker; exit 0 when every partition
     was cleaned (or had nothing to clean), 1 otherwise, 2 when the plan could not be made or was refused."""
+    configs = _check_topic("compact --exact", args)
+    if configs is None:
+        return 2
+    if not is_compacted(configs):
+        print(f"minikafka compact --exact: {args.topic} has cleanup.policy={configs.get('cleanup.policy')}: only a "
+              "compacted topic is compacted (kafka-configs --alter --add-config cleanup.policy=compact)",
+              file=sys.stderr)
+        return 2
     try:
+        from minikafka.pipeline.audit import fetch_cleaner_state
         from minikafka.pipeline.exact_plan import compact_exact
         from minikafka.pipeline.session import build_spark_session
 
+        if fetch_cleaner_state(args.admin_url, args.topic, credentials=credentials_from_args(args)) is None:
+            raise ValueError(f"no minikafka admin endpoint answers at {args.admin_url} (--admin-url)")
         spark = build_spark_session(args.master, app_name=f"minikafka-exact-compaction-{args.topic}",
                                     conf=_pairs("--conf", args.conf))
         replies = compact_exact(

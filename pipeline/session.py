@@ -26,7 +26,8 @@ def require_pyspark() -> None:
         import pyspark  # noqa: F401
     except ImportError as exc:
         raise SparkUnavailableError(
-            "PySpark is not installed; install the Spark extra: pip install 'minikafka[spark]'"
+            "PySpark is not installed; install the Spark extra from your clone of minikafka: "
+            "pip install './minikafka[spark]' (minikafka is not on a package index)"
         ) from exc
 
 

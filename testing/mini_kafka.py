@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import re
 import shutil
 import signal
 import socket
@@ -29,23 +30,35 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
 
-__all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "config_text", "free_port", "metadata_broker_count"]
+__all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "config_text", "free_port",
+           "metadata_broker_count"]
 
 LOOPBACK = "127.0.0.1"
 ConfigValue = str | int | float | bool
 _POLL_INTERVAL_S = 0.005
 _BIND_RETRIES = 3
 _LOG_TAIL_LINES = 40
+#: what the broker logs for each config it does not know (broker.config.KafkaConfig), with its hint
+_UNKNOWN_CONFIG_LINE = re.compile(r"Unknown broker configuration (\S+) ignored(.*?)(?: \(minikafka[.\w]*\))?$", re.M)
+_ERROR_LINE = re.compile(r"^\[[^]]+\] ERROR (.*?)(?: \(minikafka[.\w]*\))?$", re.M)
 
 
 class BrokerStartError(RuntimeError):
-    """The broker exited or did not answer Metadata in time; the message ends with its log tail."""
+    """The broker exited or did not answer Metadata in time. The message starts with the broker's own error line
+    (a locked log dir, an invalid value) when it logged one, and ends with its log tail."""
+
+
+class UnknownConfigWarning(UserWarning):
+    """A config given to `MiniKafka` (or `--minikafka-config`) that the broker does not know and ignores: a typo,
+    most likely. `MiniKafka(strict_config=True)`, `--minikafka-strict-config` or
+    pytest's `-W error::minikafka.testing.UnknownConfigWarning` (or a filterwarnings entry) make it an error."""
 
 
 def free_port() -> int:
@@ -117,9 +130,13 @@ class MiniKafka:
         data_dir: str | Path | None = None,
         start_timeout_s: float = 30.0,
         listeners: Mapping[str, str] | None = None,
+        strict_config: bool = False,
     ) -> None:
         """`listeners` adds listeners beside the PLAINTEXT one (which readiness checks use): listener name ->
-        security protocol (`{"SSL": "SSL", "CLIENTS": "SASL_SSL"}`), each on a free loopback port."""
+        security protocol (`{"SSL": "SSL", "CLIENTS": "SASL_SSL"}`), each on a free loopback port.
+        A config the broker does not know raises an `UnknownConfigWarning` in this process when the broker starts;
+        with `strict_config` the start fails with BrokerStartError instead."""
+        self.strict_config = strict_config
         self.config = broker_properties(config or {})
         self.extra_listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {}).items()}
         if "PLAINTEXT" in self.extra_listeners:
@@ -199,6 +216,7 @@ class MiniKafka:
                 self.listener_ports = {name: free_port() for name in self.extra_listeners}
             else:
                 self._started_once = True
+                self._check_unknown_configs(log_offset)
                 return self
         raise AssertionError("unreachable")
 
@@ -217,7 +235,10 @@ class MiniKafka:
         while True:
             code = self.process.poll()
             if code is not None:
-                raise BrokerStartError(f"the broker exited with {code} during start-up:\n{self.log_tail(log_offset)}")
+                tail = self.log_tail(log_offset)
+                errors = _ERROR_LINE.findall(tail)
+                reason = f": {errors[-1]}" if errors else ""
+                raise BrokerStartError(f"the broker exited with {code} during start-up{reason}\n{tail}")
             try:
                 metadata_broker_count(LOOPBACK, self.port)
                 return
@@ -230,6 +251,19 @@ class MiniKafka:
                     f"{self.log_tail(log_offset)}"
                 )
             time.sleep(_POLL_INTERVAL_S)
+
+    def _check_unknown_configs(self, log_offset: int) -> None:
+        """Bring the broker's "Unknown broker configuration" lines into this process as warnings (or an error)."""
+        for name, hint in dict(_UNKNOWN_CONFIG_LINE.findall(self.log_tail(log_offset, lines=10_000))).items():
+            message = f"minikafka: the broker does not know the config {name!r} and ignores it{hint} (a typo?)"
+            if self.strict_config:
+                self.stop()
+                raise BrokerStartError(message)
+            try:
+                warnings.warn(message, UnknownConfigWarning, stacklevel=4)
+            except UnknownConfigWarning:  # a warnings filter made it an error: no broker left behind
+                self.stop()
+                raise
 
     def _port_was_taken(self, log_offset: int) -> bool:
         return "address already in use" in self.log_tail(log_offset).lower()

@@ -8,13 +8,17 @@ Fixtures:
 Options (command line, or the same name with underscores in the `[pytest]` ini section):
 - `--minikafka-bootstrap HOST:PORT`: run the fixtures against an existing broker (Apache Kafka, say) instead of
   starting minikafka; tests that need the embedded broker's own features (`restart()`, `data_dir`) are skipped.
-- `--minikafka-config KEY=VALUE` (repeatable; ini: one per line): configs of the embedded broker.
+- `--minikafka-config KEY=VALUE` (repeatable; ini: one per line): configs of the embedded broker. A key the broker
+  does not know is an `UnknownConfigWarning` in the test run; `--minikafka-strict-config` (ini:
+  `minikafka_strict_config = true`) makes it an error of the fixture.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ from minikafka.testing.mini_kafka import ConfigValue, MiniKafka, config_text
 
 BOOTSTRAP_OPTION = "minikafka_bootstrap"
 CONFIG_OPTION = "minikafka_config"
+STRICT_CONFIG_OPTION = "minikafka_strict_config"
 _TOPIC_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 
 
@@ -70,6 +75,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--minikafka-config", dest=CONFIG_OPTION, metavar="KEY=VALUE", action="append", default=None,
         help="a config of the embedded broker, by Kafka's property name (repeatable)",
     )
+    group.addoption(
+        "--minikafka-strict-config", dest=STRICT_CONFIG_OPTION, action="store_true", default=None,
+        help="fail when a --minikafka-config key is unknown to the broker (default: a warning)",
+    )
+    parser.addini(STRICT_CONFIG_OPTION, "fail on minikafka configs the broker does not know", type="bool",
+                  default=False)
     parser.addini(BOOTSTRAP_OPTION, "bootstrap servers of an external broker for the minikafka fixtures")
     parser.addini(CONFIG_OPTION, "configs of the embedded minikafka broker, KEY=VALUE per line", type="linelist")
 
@@ -96,13 +107,20 @@ def minikafka_broker(pytestconfig: pytest.Config) -> Iterator[MiniKafka | Extern
     if bootstrap:
         yield ExternalBroker(bootstrap)
         return
-    with MiniKafka(parse_config_lines(_option(pytestconfig, CONFIG_OPTION) or [])) as broker:
+    configs = parse_config_lines(_option(pytestconfig, CONFIG_OPTION) or [])
+    with MiniKafka(configs, strict_config=bool(_option(pytestconfig, STRICT_CONFIG_OPTION))) as broker:
         yield broker
 
 
 @pytest.fixture(scope="session")
 def _minikafka_admin(minikafka_broker: KafkaBroker) -> Iterator[Any]:
-    from kafka.admin import KafkaAdminClient  # kafka-python: a minikafka dependency, imported only when used
+    # kafka-python (a minikafka dependency) reads its message schemas at import with importlib.resources.read_text,
+    # deprecated on Python 3.11-3.12 (3.13 un-deprecated it): hundreds of DeprecationWarnings at import only, none
+    # later, nothing the user's code can act on; they are kept out of the user's run (-W error would fail it).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"importlib\.resources")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"kafka\.")
+        from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=minikafka_broker.bootstrap_servers, client_id="minikafka-pytest")
     try:
@@ -134,7 +152,23 @@ def minikafka_topic(request: pytest.FixtureRequest, _minikafka_admin: Any) -> It
 
     yield create
     if created:
-        _minikafka_admin.delete_topics(created, raise_errors=False)
+        _delete_topics(_minikafka_admin, created)
+
+
+def _delete_topics(admin: Any, topics: list[str], timeout_s: float = 15.0) -> None:
+    """DeleteTopics, retried while the admin client reconnects (a test may have restarted the broker: kafka-python
+    then refuses requests to the node until its reconnect backoff has passed)."""
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.delete_topics(topics, raise_errors=False)
+            return
+        except KafkaError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def unique_topic_name(test_name: str) -> str:

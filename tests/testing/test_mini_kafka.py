@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from minikafka.testing import BrokerStartError, MiniKafka
+from minikafka.testing import BrokerStartError, MiniKafka, UnknownConfigWarning
 from minikafka.testing.mini_kafka import metadata_broker_count
 
 
@@ -107,3 +107,22 @@ def test_a_relative_data_dir_is_taken_from_the_tests_working_directory(
     with MiniKafka(data_dir="relative") as kafka:
         produce(kafka.bootstrap_servers, "here", 1)
     assert (tmp_path / "relative" / "here-0").is_dir()
+
+
+def test_an_unknown_config_is_a_warning_in_the_tests_process_or_an_error_when_strict() -> None:
+    with pytest.warns(UnknownConfigWarning, match=r"does not know the config 'no\.such\.key'"), \
+            MiniKafka({"no.such.key": 1, "log.cleaner.backoff.ms": 100}):
+        pass
+    with pytest.raises(BrokerStartError, match=r"does not know the config 'segment\.mss'"):
+        MiniKafka({"segment.mss": 1000}, strict_config=True).start()
+
+
+def test_a_second_broker_on_the_same_data_dir_fails_with_the_lock_message_first(tmp_path: Path) -> None:
+    with MiniKafka(data_dir=tmp_path / "data") as first:
+        with pytest.raises(BrokerStartError) as info:
+            MiniKafka(data_dir=tmp_path / "data").start()
+        first_line = str(info.value).splitlines()[0]
+        assert first_line == (f"the broker exited with 1 during start-up: log.dirs={first.data_dir}: Failed to acquire "
+                              f"lock on file .lock in {first.data_dir}. A Kafka instance in another process or thread "
+                              "is using this directory; stop that broker or give this one another log.dirs")
+        produce(first.bootstrap_servers, "still-served", 1)

@@ -88,3 +88,34 @@ def test_the_documented_example_passes_as_written(pytester: pytest.Pytester) -> 
     assert EXAMPLE.findall(LANDING_PAGE.read_text()) == [example]
     pytester.makepyfile(test_orders=example)
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_an_unknown_config_option_warns_in_the_users_run_and_fails_it_when_strict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
+    warned = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "log.cleaner.backof.ms=1")
+    warned.assert_outcomes(passed=1, warnings=1)
+    warned.stdout.fnmatch_lines(["*UnknownConfigWarning: minikafka: the broker does not know the config "
+                                 "'log.cleaner.backof.ms' and ignores it*"])
+    strict = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "log.cleaner.backof.ms=1",
+                                           "--minikafka-strict-config")
+    strict.assert_outcomes(errors=1)
+    strict.stdout.fnmatch_lines(["*BrokerStartError: minikafka: the broker does not know the config*"])
+
+
+def test_a_bad_config_value_fails_the_fixture_with_the_brokers_error_line_first(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "cleanup.policy=compactt")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*BrokerStartError: the broker exited with 2 during start-up: invalid configuration: "
+                                 "Invalid value compactt for configuration log.cleanup.policy*"])
+
+
+def test_the_readme_example_emits_no_deprecation_warning(pytester: pytest.Pytester) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (example,) = re.findall(r"```python\n(# test_orders\.py.*?)```", readme, re.S)
+    pytester.makepyfile(test_orders=example)
+    # -p no:asyncio: this suite's pytest-asyncio warns about its own unset ini option; the README's user has none
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio", "-W",
+                                           "error::DeprecationWarning")
+    result.assert_outcomes(passed=1)
+    assert "DeprecationWarning" not in result.stdout.str()
