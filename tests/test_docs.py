@@ -167,15 +167,11 @@ def _tracked_files() -> list[str]:
     return [name for name in listing.split("\0") if name]
 
 
-# The landing page: README.md once the draft (issue 26) has been swapped in, the draft until then; the draft's links
-# are written relative to the repository root, where README.md lives
-LANDING_PAGE = next(name for name in ("docs/_readme_draft.md", "README.md") if (REPO_ROOT / name).exists())
+LANDING_PAGE = "README.md"
 
 
 def test_no_tracked_file_refers_to_a_path_outside_the_repository() -> None:
-    waived = {"README.md"} if LANDING_PAGE != "README.md" else set()  # replaced by the draft, which is checked
-    offenders = [found for name in _tracked_files() if name not in waived
-                 for found in _paths_outside_the_repository(name)]
+    offenders = [found for name in _tracked_files() for found in _paths_outside_the_repository(name)]
     assert offenders == []
 
 

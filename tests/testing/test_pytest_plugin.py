@@ -76,9 +76,7 @@ def test_a_malformed_config_option_is_a_usage_error(pytester: pytest.Pytester) -
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The landing page: README.md once the draft (issue 26) has been swapped in, the draft until then
-LANDING_PAGE = next(path for path in (REPO_ROOT / "docs" / "_readme_draft.md", REPO_ROOT / "README.md")
-                    if path.exists())
+LANDING_PAGE = REPO_ROOT / "README.md"
 EXAMPLE = re.compile(r"```python\n(# test_orders\.py.*?)```", re.S)
 
 
