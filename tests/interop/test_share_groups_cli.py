@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.client_drivers import create_topic
 from tests.interop.test_admin_cli import run_tool
-from tests.interop.test_share_consumer_side_by_side import _consumer, _produce, _producer, _warm_up
+from tests.interop.test_share_consumer_side_by_side import _consumer, _produce, _producer, set_group_configs
 
 pytestmark = pytest.mark.interop
 
@@ -43,12 +43,12 @@ def offsets(lib_dir: Path, bootstrap: str, group: str, topic: str) -> list[tuple
 def test_kafka_share_groups_list_describe_reset_delete(target_bootstrap: str, kafka_lib_dir: Path) -> None:
     topic, group = f"share-cli-{uuid.uuid4().hex[:8]}", f"sg-cli-{uuid.uuid4().hex[:8]}"
     create_topic(target_bootstrap, topic, 1)
+    set_group_configs(target_bootstrap, group, {"share.auto.offset.reset": "earliest"})
     producer = _producer(target_bootstrap)
+    _produce(producer, topic, [b"a", b"b", b"c"])
     consumer = _consumer(target_bootstrap, group, "implicit")
     consumer.subscribe([topic])
     try:
-        _warm_up([consumer], producer, topic, explicit=False)
-        _produce(producer, topic, [b"a", b"b", b"c"])
         got: list[bytes] = []
         deadline = time.monotonic() + 30
         while len(got) < 3 and time.monotonic() < deadline:
