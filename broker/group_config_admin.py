@@ -118,8 +118,11 @@ class GroupConfigAdmin:
         """The group's overrides as applied: each capped to the broker's current bounds (Kafka's
         GroupConfig.evaluate), as strings."""
         effective = self.effective(group_id)
-        return {name: format_value(GROUP_LEVEL_KEYS[name].key, effective[name])
-                for name in self.store.overrides(group_id) if name in GROUP_LEVEL_KEYS}
+        applied = {}
+        for name, raw in self.store.overrides(group_id).items():
+            text = format_value(GROUP_LEVEL_KEYS[name].key, effective[name]) if name in GROUP_LEVEL_KEYS else None
+            applied[name] = raw if text is None else text
+        return applied
 
     def group_ids(self) -> list[str]:
         """The groups that have overrides."""
