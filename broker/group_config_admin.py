@@ -5,7 +5,8 @@ name (the group need not exist), value = the group's override or the broker's va
 an override, else the source of the broker synonym (dynamic broker 2, dynamic default 3, static 4, default 5);
 synonyms in that order. Alterations are validated as Kafka's ControllerConfigurationValidator does for GROUP
 (`validate_group_configs` against the broker's current bounds), persisted by `GroupConfigStore`, and read by the
-KIP-848 coordinator at each heartbeat (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`).
+KIP-848 coordinator at each heartbeat (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`); the share
+coordinator is told of every change through `listeners` and reads `applied_overrides` (the `share.*` keys).
 
 Event-loop thread; alterations are serialised by `_lock`.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
@@ -42,6 +43,8 @@ class GroupConfigAdmin:
         self.dynamic = dynamic
         self.store = GroupConfigStore(dynamic.log_dir)
         self._lock = asyncio.Lock()
+        #: called with the group id after its overrides changed (and were persisted)
+        self.listeners: list[Callable[[str], None]] = []
 
     @property
     def broker_props(self) -> Mapping[str, str]:
@@ -101,10 +104,29 @@ class GroupConfigAdmin:
             await asyncio.to_thread(self.store.persist, data)
             self.store.commit(group_id, new_overrides)
         log.info("Updated the configs of group %s: %s", group_id, dict(new_overrides))
+        for listener in self.listeners:
+            try:
+                listener(group_id)
+            except Exception:  # a listener's failure must not fail an alteration that is already persisted
+                log.exception("Applying the new configs of group %s failed", group_id)
 
     def effective(self, group_id: str) -> dict[str, Any]:
         """Every group key's value as applied to `group_id` (overrides capped to the broker's bounds)."""
         return self.store.effective(group_id, self.broker_props)
+
+    def applied_overrides(self, group_id: str) -> dict[str, str]:
+        """The group's overrides as applied: each capped to the broker's current bounds (Kafka's
+        GroupConfig.evaluate), as strings."""
+        effective = self.effective(group_id)
+        applied = {}
+        for name, raw in self.store.overrides(group_id).items():
+            text = format_value(GROUP_LEVEL_KEYS[name].key, effective[name]) if name in GROUP_LEVEL_KEYS else None
+            applied[name] = raw if text is None else text
+        return applied
+
+    def group_ids(self) -> list[str]:
+        """The groups that have overrides."""
+        return self.store.group_ids()
 
 
 def is_splittable(name: str) -> bool:

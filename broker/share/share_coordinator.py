@@ -5,7 +5,8 @@ It owns the share groups (`ShareGroup`, kept in the group coordinator's `GroupMe
 ListGroups/DescribeGroups/DeleteGroups see them and their `__consumer_offsets` records are replayed on load), the
 records a heartbeat changes (appended to `__consumer_offsets` in Kafka's layouts), the session-expiry and
 acquisition-lock timers (one loop timer armed at the earliest deadline), the share partitions and the share
-sessions (`SharePartitionManager`), and the per-group `share.*` overrides. Event-loop thread only; not thread-safe.
+sessions (`SharePartitionManager`), and the per-group `share.*` overrides (from the GROUP config resources:
+`for_broker` reads the stored ones and subscribes to changes). Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from minikafka.broker.share.share_group_configs import (
 )
 from minikafka.broker.share.share_group_records import records_between, snapshot
 from minikafka.broker.share.share_partition_manager import SharePartitionManager
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode, InvalidConfigError
 from minikafka.storage.clock import Clock
 
 if TYPE_CHECKING:
@@ -76,7 +77,16 @@ class ShareCoordinator:
         state = ShareCoordinatorState(broker_config["share.coordinator.snapshot.update.records.per.snapshot"])
         store = ShareStateStore(ReplicaOffsetsTopic(replica_manager, admin, SHARE_GROUP_STATE_TOPIC), clock, state,
                                 broker_config["share.coordinator.state.topic.num.partitions"])
-        return cls(group_coordinator, replica_manager, store, broker_config, clock)
+        coordinator = cls(group_coordinator, replica_manager, store, broker_config, clock)
+        group_configs = admin.group_configs
+
+        def apply(group_id: str) -> None:
+            coordinator.on_group_configs(group_id, group_configs.applied_overrides(group_id))
+
+        for group_id in group_configs.group_ids():  # the stored GROUP configs, before any request
+            apply(group_id)
+        group_configs.listeners.append(apply)
+        return coordinator
 
     @property
     def groups(self) -> dict[str, ShareGroup]:
@@ -112,11 +122,28 @@ class ShareCoordinator:
         """Replace a group's `share.*` overrides (InvalidConfigError with Kafka's message when refused); the new
         lock duration, delivery limit, isolation level and reset strategy apply to its partitions from now on."""
         share_group_config(overrides, self.broker_config)  # validate before storing
-        self.group_overrides[group_id] = dict(overrides)
+        if overrides:
+            self.group_overrides[group_id] = dict(overrides)
+        else:
+            self.group_overrides.pop(group_id, None)
         group = self.groups.get(group_id)
         if group is not None:
             self._apply_settings(group)
         self.partitions.on_group_config(group_id, self.settings(group_id).partition)
+
+    def on_group_configs(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        """A GROUP config resource changed (or was loaded): take its `share.*` keys, as Kafka's share group reads
+        its GroupConfig. The admin validated them already; a value the broker's bounds refuse is logged and the
+        group keeps its previous settings."""
+        share = {name: value for name, value in overrides.items() if name.startswith("share.")}
+        if share == self.group_overrides.get(group_id, {}):
+            return
+        try:
+            self.set_group_config(group_id, share)
+        except InvalidConfigError as error:
+            log.warning("share group %s keeps its previous configs: %s", group_id, error)
+            return
+        log.info("share group %s: configs %s", group_id, share)
 
     def _apply_settings(self, group: ShareGroup) -> None:
         settings = self.settings(group.group_id)

@@ -1,26 +1,40 @@
 """confluent-kafka's ShareConsumer (KIP-932, librdkafka 2.15+) against Apache Kafka 4.3.1 and minikafka with the same
 scenarios and the same outcomes: implicit acknowledgement; explicit ACCEPT, RELEASE (redelivered with a higher
 delivery count) and REJECT (archived, never redelivered); a new member of a fully acknowledged group receives
-nothing; two consumers share one partition, each record delivered to exactly one of them.
+nothing; two consumers share one partition, each record delivered to exactly one of them; the delivery limit;
+`share.isolation.level=read_committed` skipping aborted transactions.
 
-Both brokers start a share partition at `share.auto.offset.reset=latest` (Kafka's default), so every scenario first
-warms up: it produces marker records until the consumer receives one (the partition is then initialised and
-assigned), accepts the markers, and only then produces the records it checks."""
+Each scenario first sets its group's `share.auto.offset.reset=earliest` with the AdminClient's
+incremental_alter_configs on a GROUP resource, as Kafka's own client tests do, so records produced before the
+consumer joined are delivered (Kafka's default, latest, would start the share partition at the end). The Java
+KafkaShareConsumer scenario keeps the default and warms up with marker records instead."""
 
 from __future__ import annotations
 
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 
 pytestmark = pytest.mark.interop
 
-MARKER = b"marker"
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One minikafka for the module (`target_bootstrap` asks for `broker`): every scenario has its own topic and
+    group."""
+    process = BrokerProcess(tmp_path_factory.mktemp("minikafka-share"))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 def _consumer(bootstrap: str, group: str, mode: str) -> Any:
@@ -43,47 +57,32 @@ def _produce(producer: Any, topic: str, values: list[bytes], one_batch_each: boo
     assert producer.flush(30) == 0
 
 
-def _warm_up(consumers: list[Any], producer: Any, topic: str, explicit: bool, timeout_s: float = 60) -> None:
-    """Produce markers until every consumer has received one (accepting every marker it gets)."""
-    from confluent_kafka import AcknowledgeType
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    """IncrementalAlterConfigs SET on the GROUP config resource `group` (kafka-configs --entity-type groups)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    warm: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    while len(warm) < len(consumers):
-        assert time.monotonic() < deadline, "the share consumers never received a record"
-        _produce(producer, topic, [MARKER])
-        for index, consumer in enumerate(consumers):
-            for message in consumer.poll(0.5):
-                assert message.error() is None, message.error()
-                assert message.value() == MARKER
-                warm.add(index)
-                if explicit:
-                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
-            if explicit:
-                consumer.commit_sync()
-    # drain the markers still in flight
-    quiet_until = time.monotonic() + 2
-    while time.monotonic() < quiet_until:
-        for consumer in consumers:
-            for message in consumer.poll(0.3):
-                assert message.value() == MARKER
-                quiet_until = time.monotonic() + 2
-                if explicit:
-                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
-            if explicit:
-                consumer.commit_sync()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def _share_group(bootstrap: str, prefix: str, **configs: str) -> tuple[str, str]:
+    """A fresh one-partition topic and a share group reading it from the earliest offset."""
+    topic, group = f"{prefix}-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **configs})
+    return topic, group
 
 
 def test_implicit_acknowledgement_and_a_new_member_of_an_acknowledged_group(target_bootstrap: str) -> None:
-    topic, group = f"share-implicit-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
-    create_topic(target_bootstrap, topic, 1)
-    producer = _producer(target_bootstrap)
+    topic, group = _share_group(target_bootstrap, "share-implicit")
+    values = [b"v%d" % i for i in range(6)]
+    _produce(_producer(target_bootstrap), topic, values)
     consumer = _consumer(target_bootstrap, group, "implicit")
     consumer.subscribe([topic])
     try:
-        _warm_up([consumer], producer, topic, explicit=False)
-        values = [b"v%d" % i for i in range(6)]
-        _produce(producer, topic, values)
         got: list[tuple[bytes, int]] = []
         deadline = time.monotonic() + 30
         while len(got) < len(values) and time.monotonic() < deadline:
@@ -96,7 +95,7 @@ def test_implicit_acknowledgement_and_a_new_member_of_an_acknowledged_group(targ
     newcomer.subscribe([topic])
     try:
         again = []
-        deadline = time.monotonic() + 8
+        deadline = time.monotonic() + 6
         while time.monotonic() < deadline:
             again += [m.value() for m in newcomer.poll(1.0) if m.error() is None]
         assert again == []
@@ -107,14 +106,11 @@ def test_implicit_acknowledgement_and_a_new_member_of_an_acknowledged_group(targ
 def test_explicit_accept_release_reject(target_bootstrap: str) -> None:
     from confluent_kafka import AcknowledgeType
 
-    topic, group = f"share-explicit-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
-    create_topic(target_bootstrap, topic, 1)
-    producer = _producer(target_bootstrap)
+    topic, group = _share_group(target_bootstrap, "share-explicit")
+    _produce(_producer(target_bootstrap), topic, [b"accept", b"release", b"reject", b"accept-too"])
     consumer = _consumer(target_bootstrap, group, "explicit")
     consumer.subscribe([topic])
     try:
-        _warm_up([consumer], producer, topic, explicit=True)
-        _produce(producer, topic, [b"accept", b"release", b"reject", b"accept-too"])
         deliveries: list[tuple[bytes, int]] = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(deliveries) < 5:
@@ -128,7 +124,7 @@ def test_explicit_accept_release_reject(target_bootstrap: str) -> None:
                 else:
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
             consumer.commit_sync()
-        quiet_until = time.monotonic() + 5  # nothing more comes: REJECT archived, the rest accepted
+        quiet_until = time.monotonic() + 4  # nothing more comes: REJECT archived, the rest accepted
         while time.monotonic() < quiet_until:
             for message in consumer.poll(0.5):
                 deliveries.append((message.value(), message.delivery_count()))
@@ -140,15 +136,12 @@ def test_explicit_accept_release_reject(target_bootstrap: str) -> None:
 
 
 def test_two_consumers_share_one_partition(target_bootstrap: str) -> None:
-    topic, group = f"share-two-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
-    create_topic(target_bootstrap, topic, 1)
+    topic, group = _share_group(target_bootstrap, "share-two")
     producer = _producer(target_bootstrap)
     consumers = [_consumer(target_bootstrap, group, "implicit") for _ in range(2)]
     for consumer in consumers:
         consumer.subscribe([topic])
     try:
-        _warm_up(consumers, producer, topic, explicit=False)
-        values = [b"r%d" % i for i in range(40)]
         received: list[list[bytes]] = [[], []]
         stop = threading.Event()
 
@@ -160,8 +153,14 @@ def test_two_consumers_share_one_partition(target_bootstrap: str) -> None:
         threads = [threading.Thread(target=consume, args=(i,)) for i in range(2)]
         for thread in threads:
             thread.start()
-        _produce(producer, topic, values, one_batch_each=True)
-        deadline = time.monotonic() + 30
+        # one record at a time until both members have received some (the second may join a little later)
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < 40 or not (received[0] and received[1]):
+            assert time.monotonic() < deadline, "the two share consumers did not both receive records"
+            values.append(b"r%d" % len(values))
+            _produce(producer, topic, values[-1:])
+            time.sleep(0.05)
         while sum(map(len, received)) < len(values) and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(2)  # anything delivered twice would show up now
@@ -169,7 +168,6 @@ def test_two_consumers_share_one_partition(target_bootstrap: str) -> None:
         for thread in threads:
             thread.join(10)
         assert sorted(received[0] + received[1]) == sorted(values)  # each record to exactly one consumer
-        assert received[0] and received[1]
     finally:
         for consumer in consumers:
             consumer.close()
@@ -199,15 +197,13 @@ def test_the_delivery_count_limit_archives_a_record_released_every_time(target_b
     times, then archived and never delivered again; its neighbour is accepted once."""
     from confluent_kafka import AcknowledgeType
 
-    topic, group = f"share-limit-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
-    create_topic(target_bootstrap, topic, 1)
+    topic, group = _share_group(target_bootstrap, "share-limit")
     producer = _producer(target_bootstrap)
+    _produce(producer, topic, [b"poison"])
+    _produce(producer, topic, [b"fine"])
     consumer = _consumer(target_bootstrap, group, "explicit")
     consumer.subscribe([topic])
     try:
-        _warm_up([consumer], producer, topic, explicit=True)
-        _produce(producer, topic, [b"poison"])
-        _produce(producer, topic, [b"fine"])
         deliveries: list[tuple[bytes, int]] = []
         quiet_until = time.monotonic() + 30
         while time.monotonic() < quiet_until:
@@ -222,3 +218,47 @@ def test_the_delivery_count_limit_archives_a_record_released_every_time(target_b
         assert sorted(deliveries) == [(b"fine", 1)] + [(b"poison", n) for n in range(1, 6)]
     finally:
         consumer.close()
+
+
+def _received(consumer: Any, quiet_s: float = 3, timeout_s: float = 30) -> list[bytes]:
+    """Poll (implicit acknowledgement) until nothing more came for `quiet_s`."""
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    quiet_until = time.monotonic() + quiet_s + 5  # the first poll also joins the group
+    while time.monotonic() < min(quiet_until, deadline):
+        for message in consumer.poll(0.5):
+            assert message.error() is None, message.error()
+            values.append(message.value())
+            quiet_until = time.monotonic() + quiet_s
+        consumer.commit_sync()
+    return values
+
+
+def test_read_committed_share_group_skips_aborted_transactions(target_bootstrap: str) -> None:
+    """`share.isolation.level=read_committed`: of three transactions (commit, abort, commit) and a plain record,
+    the group receives the committed ones only; a read_uncommitted group of the same topic receives all."""
+    from confluent_kafka import Producer
+
+    topic, committed_group = _share_group(target_bootstrap, "share-txn", **{"share.isolation.level": "read_committed"})
+    uncommitted_group = f"sg-{uuid.uuid4().hex[:8]}"
+    set_group_configs(target_bootstrap, uncommitted_group, {"share.auto.offset.reset": "earliest"})
+    producer = Producer({"bootstrap.servers": target_bootstrap, "transactional.id": f"txn-{topic}", "linger.ms": 0})
+    producer.init_transactions(30)
+    for values, commit in (([b"c1", b"c2"], True), ([b"a1", b"a2", b"a3"], False), ([b"c3"], True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value, partition=0)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)  # the aborted records are in the log, then the abort marker
+            producer.abort_transaction(30)
+    _produce(_producer(target_bootstrap), topic, [b"plain"])
+    for group, expected in ((committed_group, [b"c1", b"c2", b"c3", b"plain"]),
+                            (uncommitted_group, [b"c1", b"c2", b"a1", b"a2", b"a3", b"c3", b"plain"])):
+        consumer = _consumer(target_bootstrap, group, "implicit")
+        consumer.subscribe([topic])
+        try:
+            assert _received(consumer) == expected, group
+        finally:
+            consumer.close()

@@ -1,6 +1,8 @@
 """`kafka-share-groups` (Kafka 4.3.1's ShareGroupCommand) against Apache Kafka 4.3.1 and minikafka with the same
 steps and the same outcomes: --list, --describe (start offset and lag per partition), --describe --members,
---reset-offsets --to-earliest, --delete-offsets and --delete of a share group a ShareConsumer read from."""
+--reset-offsets --to-earliest, --delete-offsets and --delete of a share group a ShareConsumer read from. The group
+reads from the earliest offset after `kafka-configs --entity-type groups --alter --add-config
+share.auto.offset.reset=earliest`, whose describe prints the same lines on both brokers."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pytest
 
 from tests.integration.client_drivers import create_topic
 from tests.interop.test_admin_cli import run_tool
-from tests.interop.test_share_consumer_side_by_side import _consumer, _produce, _producer, _warm_up
+from tests.interop.test_group_configs_cli import kafka_configs
+from tests.interop.test_share_consumer_side_by_side import _consumer, _produce, _producer
 
 pytestmark = pytest.mark.interop
 
@@ -43,12 +46,19 @@ def offsets(lib_dir: Path, bootstrap: str, group: str, topic: str) -> list[tuple
 def test_kafka_share_groups_list_describe_reset_delete(target_bootstrap: str, kafka_lib_dir: Path) -> None:
     topic, group = f"share-cli-{uuid.uuid4().hex[:8]}", f"sg-cli-{uuid.uuid4().hex[:8]}"
     create_topic(target_bootstrap, topic, 1)
+    entity = ["--entity-type", "groups", "--entity-name", group]
+    altered = kafka_configs(kafka_lib_dir, target_bootstrap,
+                            ["--alter", *entity, "--add-config", "share.auto.offset.reset=earliest"])
+    assert altered == f"Completed updating config for group {group}."
+    assert kafka_configs(kafka_lib_dir, target_bootstrap, ["--describe", *entity]).splitlines() == [
+        f"Dynamic configs for group {group} are:",
+        "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset="
+        "earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}"]
     producer = _producer(target_bootstrap)
+    _produce(producer, topic, [b"a", b"b", b"c"])
     consumer = _consumer(target_bootstrap, group, "implicit")
     consumer.subscribe([topic])
     try:
-        _warm_up([consumer], producer, topic, explicit=False)
-        _produce(producer, topic, [b"a", b"b", b"c"])
         got: list[bytes] = []
         deadline = time.monotonic() + 30
         while len(got) < 3 and time.monotonic() < deadline:
