@@ -24,6 +24,7 @@ from minikafka.broker.quotas.quota_managers import QUOTA_CONFIG_DEF
 from minikafka.broker.security.authorizer_config import AUTHORIZER_CONFIG_DEF, AuthorizerConfig
 from minikafka.broker.security.sasl_config import SASL_CONFIG_DEF
 from minikafka.broker.security.ssl_factory import SSL_CONFIG_DEF, SslConfig
+from minikafka.broker.share.share_group_configs import SHARE_GROUP_BROKER_CONFIG_DEF, ShareGroupBrokerConfig
 from minikafka.broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError
@@ -117,7 +118,8 @@ BROKER_CONFIG_DEF = ConfigDef(
 #: Tables whose keys the broker knows (others are warned about); the SASL and ACL tables join here.
 _CONFIG_TABLES: tuple[ConfigDef, ...] = (
     BROKER_CONFIG_DEF, GROUP_CONFIG_DEF, TRANSACTION_CONFIG_DEF, CLEANER_CONFIG_DEF, SSL_CONFIG_DEF, SASL_CONFIG_DEF,
-    AUTHORIZER_CONFIG_DEF, LOG_DIR_CONFIG_DEF, QUOTA_CONFIG_DEF, CONSUMER_GROUP_CONFIG_DEF)
+    AUTHORIZER_CONFIG_DEF, LOG_DIR_CONFIG_DEF, QUOTA_CONFIG_DEF, CONSUMER_GROUP_CONFIG_DEF,
+    SHARE_GROUP_BROKER_CONFIG_DEF)
 
 _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
     "log.retention.minutes",
@@ -143,6 +145,7 @@ class KafkaConfig:
         SASL_CONFIG_DEF.parse(self.props)  # per-listener SASL settings are checked when the listeners start
         LOG_DIR_CONFIG_DEF.parse(self.props)
         QUOTA_CONFIG_DEF.parse(self.props)
+        ShareGroupBrokerConfig.from_props(self.props)  # group.share.* / share.coordinator.*, with Kafka's cross-checks
         # A topic config by its topic name (cleanup.policy) is no broker key, as in Kafka, but a bad value is refused
         # as its log.* synonym's would be rather than passing unseen.
         topic_named = {name: value for name, value in self.props.items() if name not in _LOG_SYNONYMS
