@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from minikafka.broker.share.share_types import PersisterStateBatch
+from minikafka.protocol.records.varint import encode_unsigned_varint
 
 __all__ = [
     "SHARE_SNAPSHOT",
@@ -110,7 +111,7 @@ def encode_value(value: ShareSnapshotValue | ShareUpdateValue) -> bytes:
         )
     else:
         parts.append(_UPDATE_HEAD.pack(value.snapshot_epoch, value.leader_epoch, value.start_offset))
-    parts.append(_uvarint(len(value.state_batches) + 1))
+    parts.append(encode_unsigned_varint(len(value.state_batches) + 1))
     for batch in value.state_batches:
         parts.append(_BATCH.pack(batch.first_offset, batch.last_offset, batch.delivery_state, batch.delivery_count))
         parts.append(b"\x00")  # the batch's tagged fields
@@ -176,15 +177,6 @@ def _decode_value(record_type: int, data: memoryview) -> ShareSnapshotValue | Sh
         )
     snapshot_epoch, leader_epoch, start_offset = head
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, tuple(batches), delivery_complete_count)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _read_uvarint(data: memoryview, position: int) -> tuple[int, int]:

@@ -28,6 +28,7 @@ from minikafka.broker.transactions.transaction_metadata import (
     TxnTransitMetadata,
 )
 from minikafka.broker.transactions.transaction_version import TV_0
+from minikafka.protocol.records.varint import encode_unsigned_varint
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
@@ -79,21 +80,21 @@ def encode_value(transit: TxnTransitMetadata, version: int = VALUE_VERSION) -> b
     out = bytearray(_VALUE_HEAD.pack(version, transit.producer_id, transit.producer_epoch,
                                      transit.txn_timeout_ms, transit.state.id))
     if transit.state is TransactionState.EMPTY:
-        out += _uvarint(0) if flexible else _INT32.pack(-1)
+        out += encode_unsigned_varint(0) if flexible else _INT32.pack(-1)
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(transit.topic_partitions):
             by_topic.setdefault(topic, []).append(partition)
-        out += _uvarint(len(by_topic) + 1) if flexible else _INT32.pack(len(by_topic))
+        out += encode_unsigned_varint(len(by_topic) + 1) if flexible else _INT32.pack(len(by_topic))
         for topic, partitions in by_topic.items():
             name = topic.encode()
             if flexible:
-                out += _uvarint(len(name) + 1) + name + _uvarint(len(partitions) + 1)
+                out += encode_unsigned_varint(len(name) + 1) + name + encode_unsigned_varint(len(partitions) + 1)
             else:
                 out += _INT16.pack(len(name)) + name + _INT32.pack(len(partitions))
             out += b"".join(_INT32.pack(partition) for partition in partitions)
             if flexible:
-                out += _uvarint(0)  # the topic's tagged fields
+                out += encode_unsigned_varint(0)  # the topic's tagged fields
     out += _TIMESTAMPS.pack(transit.txn_last_update_timestamp_ms, transit.txn_start_timestamp_ms)
     if flexible:
         tags = [(tag, data) for tag, data, default in (
@@ -101,18 +102,9 @@ def encode_value(transit: TxnTransitMetadata, version: int = VALUE_VERSION) -> b
             (1, _INT64.pack(transit.next_producer_id), transit.next_producer_id == NO_PRODUCER_ID),
             (2, _INT16.pack(transit.client_transaction_version), transit.client_transaction_version == TV_0),
         ) if not default]
-        out += _uvarint(len(tags))
+        out += encode_unsigned_varint(len(tags))
         for tag, data in tags:
-            out += _uvarint(tag) + _uvarint(len(data)) + data
-    return bytes(out)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+            out += encode_unsigned_varint(tag) + encode_unsigned_varint(len(data)) + data
     return bytes(out)
 
 

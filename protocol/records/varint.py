@@ -34,6 +34,17 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def encode_unsigned_varint(value: int) -> bytes:
+    """A non-negative int as Kafka's unsigned base-128 varint (no zigzag): compact-array lengths and tagged-field
+    headers of flexible message versions."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def write_varint(out: bytearray, value: int) -> None:
     """Append the zigzag varint encoding of ``value`` to ``out``."""
     unsigned = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
