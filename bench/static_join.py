@@ -1,6 +1,6 @@
 """Two static (KIP-345) confluent-kafka members join a new classic group together; how many rebalances they see.
 
-    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up] [--only apache|minikafka]
+    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up] [--only apache|minikafka] [--no-record]
 
 Both brokers run with `group.initial.rebalance.delay.ms=0` (issue 30). Each round: a fresh group, two consumers
 (`consumer1`, `consumer2`, eager `range` assignment) created, connected (unless `--no-warm-up`), then subscribed at
@@ -13,6 +13,7 @@ the stopped broker's sockets) by tests/interop/test_static_join.py.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.apache_kafka import ApacheKafka
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, now_utc, result, this_command
 
 SETTLE_S = 2.0
 ROUND_TIMEOUT_S = 45.0
@@ -148,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("apache", "minikafka"))
     parser.add_argument("--no-warm-up", action="store_true",
                         help="subscribe right after creating the consumers (their joins then leave milliseconds apart)")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     results: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.only != "minikafka":
@@ -160,11 +164,29 @@ def main(argv: list[str] | None = None) -> int:
             with MiniKafka(overrides, data_dir=Path(tmp) / "minikafka") as broker:
                 print("minikafka", flush=True)
                 results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex, not args.no_warm_up)
-    for name, counts in results.items():
-        one = counts.count(1)
-        print(f"{name}: {one} of {len(counts)} rounds with exactly one rebalance; "
-              f"rebalances per round {sorted(set(counts))}")
+    lines = [f"{name}: {counts.count(1)} of {len(counts)} rounds with exactly one rebalance; "
+             f"rebalances per round {sorted(set(counts))}" for name, counts in results.items()]
+    print("\n".join(lines))
+    if not args.no_record and results:
+        record(results, lines, load_before, warm_up=not args.no_warm_up)
+        print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
+
+
+def record(results: dict[str, list[int]], lines: list[str], load_before: float, *, warm_up: bool) -> None:
+    """The run's counts as a results.jsonl figure and a HISTORY.md section."""
+    mode = "consumers connected first" if warm_up else "subscribed right after creation (--no-warm-up)"
+    kafka = results.get("apache")
+    mini = results.get("minikafka")
+    if mini is not None:
+        append_results([result(
+            "static-join", f"rounds with exactly one rebalance (of {len(mini)}), {mode}", mini.count(1), "rounds",
+            None if kafka is None else kafka.count(1), note=f"load average {load_before:.1f} at start")])
+    append_history("\n".join([
+        f"## Two static members joining a new group (issue 30), {now_utc()}", "",
+        f"- command: `{this_command()}`; {mode}; load average {load_before:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end",
+        *(f"- {line}" for line in lines)]))
 
 
 if __name__ == "__main__":
