@@ -20,12 +20,10 @@ import shlex
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.machine import machine_description
 from bench.produce_latency import LatencyProbe, Phase
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, history_header, result
 from minikafka.broker.groups.coordinator_records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -118,12 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     print(verdict)
     if not args.no_record:
         command = "python -m bench.coordinator_load " + shlex.join(argv if argv is not None else sys.argv[1:])
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         section = [
-            f"\n## Produce while a restarting broker loads __consumer_offsets (issue 28), {stamp}\n",
-            f"- command: `{command.strip()}` (from the repo root, with `.venv/bin/python`)",
-            f"- machine: {machine_description()}; load average {load_before:.1f} at start, "
-            f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
+            *history_header("Produce while a restarting broker loads __consumer_offsets (issue 28)", command.strip(),
+                            load_before),
             f"- one-partition `__consumer_offsets` of {args.commits:,} commit records ({GROUPS:,} groups x "
             f"{PARTITIONS_PER_GROUP} partitions), cleaner off; Produce v9 acks=1 of one 100 B record to `other` at "
             f"{args.rate:g} requests/s open loop from the moment the broker listens until it logs the groups loaded",

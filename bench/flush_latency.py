@@ -22,12 +22,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.machine import machine_description
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, history_header, result
 from tests.broker_process import BrokerProcess
 
 TOPIC = "flush-latency"
@@ -138,12 +136,8 @@ def render(phases: list[Phase]) -> str:
 
 
 def record(command: str, args: argparse.Namespace, table: str, summary: str, load_before: float) -> None:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = [
-        f"\n## Produce latency with and without log flushing (issue 28), {stamp}\n",
-        f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
-        f"- machine: {machine_description()}; load average {load_before:.1f} at start, "
-        f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
+        *history_header("Produce latency with and without log flushing (issue 28)", command, load_before),
         f"- one broker subprocess per phase, topic of {PARTITIONS} partitions; confluent-kafka producer, "
         f"linger.ms=0, acks=1, {RECORD_BYTES} B records round-robin at {args.rate:g} records/s open loop; "
         f"{WARM_UP_S:g} s warm-up then {args.seconds:g} s measured; `flush 200 ms` = "

@@ -12,18 +12,15 @@ the same way from the same files).
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import struct
 import sys
 import tempfile
 import time
 import tracemalloc
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.machine import machine_description
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, history_header, result
 from minikafka.protocol.records import Record
 from minikafka.protocol.records.builder import build_batch
 from minikafka.storage.clock import FakeClock
@@ -114,11 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if not args.no_record:
         command = "python -m bench.index_memory " + shlex.join(argv if argv is not None else sys.argv[1:])
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         section = [
-            f"\n## Index memory of a log with many segments (issue 28), {stamp}\n",
-            f"- command: `{command.strip()}` (from the repo root, with `.venv/bin/python`)",
-            f"- machine: {machine_description()}; load average {os.getloadavg()[0]:.1f} (shared CPUs)",
+            *history_header("Index memory of a log with many segments (issue 28)", command.strip()),
             f"- one partition, {args.entries:,} offset- and time-index entries per segment, reopened after a clean "
             "shutdown; memory by tracemalloc once every index is loaded (a lookup in each); `lists (before)` = the "
             "pre-issue-28 representation (two lists of ints per index) built from the same files",

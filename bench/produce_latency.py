@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shlex
 import sys
@@ -30,14 +29,12 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kafka.protocol.producer.produce import ProduceRequest
 
-from bench.machine import machine_description
-from bench.results_log import HISTORY_MD, append_history, append_results, result
+from bench.results_log import HISTORY_MD, append_history, append_results, history_header, result
 from minikafka.protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
@@ -253,11 +250,8 @@ def render(phases: list[Phase]) -> str:
 
 
 def record(command: str, args: argparse.Namespace, table: str, summary: str, stats: str) -> None:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = [
-        f"\n## Produce latency, cleaner idle vs. cleaning, {stamp}\n",
-        f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
-        f"- machine: {machine_description()}; shared CPUs (load average at start {os.getloadavg()[0]:.1f})",
+        *history_header("Produce latency, cleaner idle vs. cleaning", command),
         f"- one minikafka broker subprocess, log.cleaner.threads={args.cleaner_threads}; probe: one "
         f"connection, Produce v9 acks=1, one 100 B record per request, {args.rate:g} requests/s open loop, "
         "latency from each request's due time (service p99: from the actual send); cleaning = the whole "

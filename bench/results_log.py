@@ -13,6 +13,7 @@ hand. Not thread-safe: one benchmark process appends at a time per call.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Iterable
@@ -129,6 +130,17 @@ def load_results(path: Path = RESULTS_FILE) -> list[BenchResult]:
         except (ValueError, TypeError) as error:
             raise ValueError(f"{path}:{number}: not a benchmark result: {error}") from None
     return results
+
+
+def history_header(title: str, command: str, load_before: float | None = None) -> list[str]:
+    """The first lines of a HISTORY.md section: the title with the time, the command and the machine with its load
+    (at start and at the end when `load_before` was taken at the start)."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_now = os.getloadavg()[0]
+    load = (f"load average {load_now:.1f}" if load_before is None
+            else f"load average {load_before:.1f} at start, {load_now:.1f} at the end")
+    return [f"\n## {title}, {stamp}\n", f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
+            f"- machine: {machine_description()}; {load}"]
 
 
 def append_history(section: str, path: Path = HISTORY_MD) -> None:

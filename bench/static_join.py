@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.apache_kafka import ApacheKafka
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, now_utc, result, this_command
+from bench.results_log import (
+    HISTORY_MD,
+    RESULTS_FILE,
+    append_history,
+    append_results,
+    history_header,
+    result,
+    this_command,
+)
 
 SETTLE_S = 2.0
 ROUND_TIMEOUT_S = 45.0
@@ -183,10 +191,8 @@ def record(results: dict[str, list[int]], lines: list[str], load_before: float, 
             "static-join", f"rounds with exactly one rebalance (of {len(mini)}), {mode}", mini.count(1), "rounds",
             None if kafka is None else kafka.count(1), note=f"load average {load_before:.1f} at start")])
     append_history("\n".join([
-        f"## Two static members joining a new group (issue 30), {now_utc()}", "",
-        f"- command: `{this_command()}`; {mode}; load average {load_before:.1f} at start, "
-        f"{os.getloadavg()[0]:.1f} at the end",
-        *(f"- {line}" for line in lines)]))
+        *history_header("Two static members joining a new group (issue 30)", this_command(), load_before),
+        f"- {mode}", *(f"- {line}" for line in lines)]))
 
 
 if __name__ == "__main__":
