@@ -21,9 +21,10 @@ from enum import Enum
 from typing import Any
 
 from minikafka.protocol.api_keys import ApiKey, is_accepted
-from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.errors import CorruptMessageError, ProtocolError
 from minikafka.protocol.fetch_response import FetchResponse
 from minikafka.protocol.messages import decode_request, encode_response, is_flexible
+from minikafka.protocol.records.varint import decode_unsigned_varint
 from minikafka.protocol.response_frame import ResponseFrame
 
 #: Kafka's socket.request.max.bytes default (100 MiB).
@@ -181,28 +182,15 @@ class ServerConnection:
         return encode_response(response, event.correlation_id)
 
 
-def _read_unsigned_varint(frame: memoryview, position: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if position >= len(frame):
-            raise ProtocolError("varint runs past the end of the frame")
-        byte = frame[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("varint longer than 5 bytes")
-
-
 def _skip_tagged_fields(frame: memoryview, position: int) -> int:
-    count, position = _read_unsigned_varint(frame, position)
-    for _ in range(count):
-        _tag, position = _read_unsigned_varint(frame, position)
-        size, position = _read_unsigned_varint(frame, position)
-        position += size
-        if position > len(frame):
-            raise ProtocolError("tagged field runs past the end of the frame")
+    try:
+        count, position = decode_unsigned_varint(frame, position)
+        for _ in range(count):
+            _tag, position = decode_unsigned_varint(frame, position)
+            size, position = decode_unsigned_varint(frame, position)
+            position += size
+            if position > len(frame):
+                raise ProtocolError("tagged field runs past the end of the frame")
+    except CorruptMessageError as error:
+        raise ProtocolError(f"request header: {error.message}") from None
     return position

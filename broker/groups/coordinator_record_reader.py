@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import struct
 
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.varint import decode_unsigned_varint
+
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -44,15 +47,11 @@ class CoordinatorRecordReader:
         return int(_INT64.unpack(self._take(8))[0])
 
     def uvarint(self) -> int:
-        # Unsigned varint (compact lengths); protocol.records' decoder is zig-zag, so undo it.
-        result = 0
-        shift = 0
-        while True:
-            byte = self._take(1)[0]
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
+        try:
+            value, self.position = decode_unsigned_varint(self.data, self.position)
+        except CorruptMessageError:
+            raise ValueError(f"truncated {self.topic} record") from None
+        return value
 
     def _length(self, wide: bool) -> int:
         if self.flexible:

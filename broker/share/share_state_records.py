@@ -15,7 +15,8 @@ import uuid
 from dataclasses import dataclass
 
 from minikafka.broker.share.share_types import PersisterStateBatch
-from minikafka.protocol.records.varint import encode_unsigned_varint
+from minikafka.protocol.errors import CorruptMessageError
+from minikafka.protocol.records.varint import decode_unsigned_varint, encode_unsigned_varint
 
 __all__ = [
     "SHARE_SNAPSHOT",
@@ -126,7 +127,7 @@ def decode_value(record_type: int, data: bytes) -> ShareSnapshotValue | ShareUpd
     """Decode the value of a record of `record_type` (from its key). Raises ValueError on malformed bytes."""
     try:
         return _decode_value(record_type, memoryview(data))
-    except (struct.error, IndexError) as exc:
+    except (struct.error, IndexError, CorruptMessageError) as exc:
         raise ValueError(f"malformed __share_group_state value: {exc}") from exc
 
 
@@ -143,7 +144,7 @@ def _decode_value(record_type: int, data: memoryview) -> ShareSnapshotValue | Sh
         position += _UPDATE_HEAD.size
     else:
         raise ValueError(f"unknown share state record type {record_type}")
-    count, position = _read_uvarint(data, position)
+    count, position = decode_unsigned_varint(data, position)
     if count == 0:
         raise ValueError("null StateBatches")
     batches = []
@@ -152,10 +153,10 @@ def _decode_value(record_type: int, data: memoryview) -> ShareSnapshotValue | Sh
         position = _skip_tagged_fields(data, position + _BATCH.size)
         batches.append(PersisterStateBatch(first, last, state, delivery_count))
     delivery_complete_count = _NO_DELIVERY_COMPLETE_COUNT
-    tags, position = _read_uvarint(data, position)
+    tags, position = decode_unsigned_varint(data, position)
     for _ in range(tags):
-        tag, position = _read_uvarint(data, position)
-        size, position = _read_uvarint(data, position)
+        tag, position = decode_unsigned_varint(data, position)
+        size, position = decode_unsigned_varint(data, position)
         if tag == 0:
             if size != 4:
                 raise ValueError(f"DeliveryCompleteCount of {size} bytes")
@@ -179,23 +180,10 @@ def _decode_value(record_type: int, data: memoryview) -> ShareSnapshotValue | Sh
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, tuple(batches), delivery_complete_count)
 
 
-def _read_uvarint(data: memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-        if shift > 28:
-            raise ValueError("unsigned varint longer than 5 bytes")
-
-
 def _skip_tagged_fields(data: memoryview, position: int) -> int:
-    tags, position = _read_uvarint(data, position)
+    tags, position = decode_unsigned_varint(data, position)
     for _ in range(tags):
-        _, position = _read_uvarint(data, position)
-        size, position = _read_uvarint(data, position)
+        _, position = decode_unsigned_varint(data, position)
+        size, position = decode_unsigned_varint(data, position)
         position += size
     return position

@@ -45,6 +45,21 @@ def encode_unsigned_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def decode_unsigned_varint(buffer: _Buffer, position: int = 0) -> tuple[int, int]:
+    """Decode Kafka's unsigned varint (no zigzag; at most 5 bytes, as its readers of compact lengths and tagged-field
+    headers allow); returns (value, next_position). Raises CorruptMessageError when truncated or too long."""
+    value = shift = 0
+    for index in range(5):
+        if position + index >= len(buffer):
+            raise CorruptMessageError(f"truncated unsigned varint at position {position}")
+        byte = buffer[position + index]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position + index + 1
+        shift += 7
+    raise CorruptMessageError(f"unsigned varint longer than 5 bytes at position {position}")
+
+
 def write_varint(out: bytearray, value: int) -> None:
     """Append the zigzag varint encoding of ``value`` to ``out``."""
     unsigned = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF

@@ -6,8 +6,10 @@ from hypothesis import strategies as st
 
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records.varint import (
+    decode_unsigned_varint,
     decode_varint,
     decode_varlong,
+    encode_unsigned_varint,
     encode_varint,
     size_of_varint,
     write_varint,
@@ -50,3 +52,18 @@ def test_truncated_and_overlong_varints_raise() -> None:
         decode_varint(b"\x80\x80\x80\x80\x80\x01")
     with pytest.raises(CorruptMessageError):
         decode_varlong(b"\xff" * 11)
+
+
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.binary(max_size=3))
+def test_unsigned_varint_round_trip_at_an_offset(value: int, prefix: bytes) -> None:
+    encoded = encode_unsigned_varint(value)
+    assert decode_unsigned_varint(prefix + encoded + b"\xff", len(prefix)) == (value, len(prefix) + len(encoded))
+
+
+def test_unsigned_varint_is_not_zigzag_and_rejects_truncated_or_six_bytes() -> None:
+    assert decode_unsigned_varint(b"\x01") == (1, 1)
+    assert decode_unsigned_varint(b"\xac\x02") == (300, 2)
+    with pytest.raises(CorruptMessageError, match="truncated"):
+        decode_unsigned_varint(b"\x80\x80")
+    with pytest.raises(CorruptMessageError, match="longer than 5 bytes"):
+        decode_unsigned_varint(b"\x80\x80\x80\x80\x80\x01")
