@@ -74,11 +74,11 @@ class GroupCoordinator:
         self.clock = clock
         self.status = CoordinatorStatus(manager)
         self._retention_timer: Cancellable | None = None
-        self.rebalancer = GroupRebalancer(self)
-        self.consumer = ConsumerGroupCoordinator(self, consumer_config or ConsumerGroupConfig(),
-                                                 topics or StaticTopicImage())
-        self.consumer.group_configs = group_configs
-        self.offsets = GroupOffsets(self)
+        self.rebalancer = GroupRebalancer(config, manager, scheduler, clock)
+        self.consumer = ConsumerGroupCoordinator(
+            consumer_config or ConsumerGroupConfig(), topics or StaticTopicImage(), manager, self.status, scheduler,
+            clock, config, self.rebalancer, group_configs)
+        self.offsets = GroupOffsets(config, manager, self.status, clock, self.rebalancer, self.consumer)
         self.admin = GroupAdmin(manager, self.status, self.consumer)
 
     @classmethod

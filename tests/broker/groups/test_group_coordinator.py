@@ -25,7 +25,7 @@ class Harness:
     def __init__(self, topic: MemoryOffsetsTopic | None = None, **config: Any) -> None:
         self.clock = FakeClock()
         self.scheduler = ManualScheduler(self.clock)
-        self.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=0, **config)
+        self.config = GroupConfig(**{"min_session_timeout_ms": 100, "initial_rebalance_delay_ms": 0, **config})
         self.topic = topic or MemoryOffsetsTopic()
         self.topic.create_now(4)
         self.manager = GroupMetadataManager(self.config, self.topic, self.clock)
@@ -236,8 +236,7 @@ def test_group_max_size() -> None:
 
 
 def test_initial_rebalance_delay_waits_for_more_members() -> None:
-    h = Harness()
-    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=300)
+    h = Harness(initial_rebalance_delay_ms=300)
     first = h.join(require_known=False)
     h.scheduler.advance_ms(200)
     second = h.join(require_known=False)
@@ -315,8 +314,7 @@ def test_a_later_rebalance_completes_as_soon_as_everyone_rejoined() -> None:
 def test_initial_delay_extension_follows_kafka() -> None:
     """tryCompleteInitialRebalanceElseSchedule: each expiry that saw a new member extends by another delay, capped
     by what remains of the largest rebalance timeout (2000 ms here) minus the delays already waited."""
-    h = Harness()
-    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=800)
+    h = Harness(initial_rebalance_delay_ms=800)
     first = h.join(require_known=False)             # t=0: remaining 1200
     h.scheduler.advance_ms(100)
     second = h.join(require_known=False)            # t=100: extends at t=800 by min(800, 1200) -> t=1600
