@@ -270,8 +270,8 @@ class ClassicProtocolMembers:
     def _schedule_join_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
         """The member must rejoin within its rebalance timeout (Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent)."""
         member_id = member.member_id
-        self.timers.schedule_if_absent(TimerKind.CLASSIC_JOIN, group_id, member_id,
-                                                member.rebalance_timeout_ms, lambda: self._fence(group_id, member_id))
+        self.timers.schedule_if_absent(TimerKind.CLASSIC_JOIN, group_id, member_id, member.rebalance_timeout_ms,
+                                       lambda: self._fence(group_id, member_id))
 
     def _fence(self, group_id: str, member_id: str) -> None:
         group = self.store.consumer_groups.get(group_id)

@@ -50,10 +50,11 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 class GroupCoordinator:
     """The single node's coordinator for every group.
 
-    Owns the request-side checks and membership changes of the classic protocol, the offsets-retention
-    timer, and its `GroupRebalancer` (timers), `GroupOffsets` (offset APIs) and `GroupAdmin` (List/Describe/
-    DeleteGroups). Groups themselves
-    live in the `GroupMetadataManager`. Event-loop thread only; not thread-safe.
+    Owns the request-side checks and membership changes of the classic protocol and the offsets-retention
+    timer; builds, once, each helper from the parts it uses (none holds the coordinator): `CoordinatorStatus`,
+    `GroupRebalancer` (timers), `ConsumerGroupCoordinator` (KIP-848), `GroupOffsets` (offset APIs) and
+    `GroupAdmin` (List/Describe/DeleteGroups). Groups themselves live in the `GroupMetadataManager`.
+    Event-loop thread only; not thread-safe.
     """
 
     def __init__(
