@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from minikafka.cleaner.manager import GrabResult, PartitionView, grab_filthiest_compacted_log
+from minikafka.cleaner.filthiest_log import GrabResult, PartitionView, grab_filthiest_compacted_log
 from minikafka.protocol.errors import KafkaStorageError
 from minikafka.storage.local_log import DISK_FAILURE_ERRNOS
 from minikafka.storage.log_manager import LogManager

@@ -11,7 +11,7 @@ from minikafka.cleaner.clean_worker import CleanWorker
 from minikafka.cleaner.cleaner import Cleaner
 from minikafka.cleaner.cleaner_manager import TopicPartition
 from minikafka.cleaner.cleaner_stats import CleanerStats
-from minikafka.cleaner.manager import PreCleanStats
+from minikafka.cleaner.filthiest_log import PreCleanStats
 from minikafka.storage.unified_log import UnifiedLog
 
 

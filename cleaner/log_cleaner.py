@@ -50,8 +50,8 @@ from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.cleaner_thread import CleanerThread
 from minikafka.cleaner.config import CleanerConfig
 from minikafka.cleaner.exact_round import check_plan_range, exact_end_limit
+from minikafka.cleaner.filthiest_log import PreCleanStats, grab_filthiest_compacted_log
 from minikafka.cleaner.log_to_clean import LogToClean
-from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
 from minikafka.cleaner.manual_compaction import (
     CompactionRequest,
     PartitionCompactionResult,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from minikafka.cleaner.cleaner_manager import CleaningState
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.exact_round import ExactRoundRange, check_plan_range
-from minikafka.cleaner.manager import PreCleanStats, grab_filthiest_compacted_log
+from minikafka.cleaner.filthiest_log import PreCleanStats, grab_filthiest_compacted_log
 from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.unified_log import UnifiedLog

@@ -225,7 +225,7 @@ def group_lags(coordinator: GroupCoordinator | None, log_manager: LogManager) ->
     """Every listed consumer group (classic and KIP-848) with its committed offsets' lag. Event loop only."""
     if coordinator is None or not coordinator.active:
         return []
-    _error, listed = coordinator.offsets.handle_list_groups()
+    _error, listed = coordinator.admin.handle_list_groups()
     lags = []
     for group_id, _protocol, state, group_type in sorted(listed):
         group = coordinator.manager.groups.get(group_id)

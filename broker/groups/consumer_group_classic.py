@@ -7,7 +7,10 @@ ConsumerGroupHeartbeat; the JoinGroup answer gives its member epoch as the gener
 server-side assignor already assigned), and SyncGroup returns its current assignment in the consumer embedded
 protocol. Its heartbeats answer REBALANCE_IN_PROGRESS while it has to rejoin to catch up with the assignment
 epoch or to finish a revocation. A member that does not sync, or rejoin, within its rebalance timeout is
-fenced. Event-loop thread only; not thread-safe.
+fenced. Built from the `group.consumer.*` config, the group store, the topic image, the consumer groups'
+`MemberTimers` and `ConsumerMembership` (the member update, sessions and fencing it shares with
+ConsumerGroupHeartbeat: the `ConsumerGroupCoordinator`, seen through this narrow protocol). Event-loop thread only;
+not thread-safe.
 """
 
 from __future__ import annotations
@@ -15,15 +18,17 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from minikafka.broker.groups.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    OwnedPartitions,
     Refused,
 )
+from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
 from minikafka.broker.groups.consumer_group_records import (
     RecordKV,
     member_metadata_record,
@@ -31,9 +36,10 @@ from minikafka.broker.groups.consumer_group_records import (
     replay_all,
     target_member_record,
 )
-from minikafka.broker.groups.consumer_group_timers import TimerKind
+from minikafka.broker.groups.consumer_group_timers import MemberTimers, TimerKind
 from minikafka.broker.groups.consumer_protocol import parse_subscription, protocol_version, serialize_assignment
 from minikafka.broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.join_sync_messages import (
     JoinCallback,
     JoinGroupRequestData,
@@ -41,12 +47,25 @@ from minikafka.broker.groups.join_sync_messages import (
     SyncCallback,
     SyncGroupResult,
 )
+from minikafka.broker.groups.topic_image import TopicImage, topic_names_by_id
 from minikafka.protocol.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from minikafka.broker.groups.consumer_group_coordinator import ConsumerGroupCoordinator
+__all__ = ["ClassicProtocolMembers", "ConsumerMembership"]
 
-__all__ = ["ClassicProtocolMembers"]
+
+class ConsumerMembership(Protocol):
+    """The consumer coordinator's member changes a classic member goes through too."""
+
+    def check_size(self, group: ConsumerGroup, member_id: str) -> None: ...
+
+    def update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      replaced: str | None, owned: OwnedPartitions, records: list[RecordKV]) -> ConsumerGroupMember: ...
+
+    def schedule_session(self, group_id: str, member: ConsumerGroupMember) -> None: ...
+
+    def fence(self, group: ConsumerGroup, member_id: str) -> ErrorCode: ...
+
+    def fence_members(self, group: ConsumerGroup, member_ids: Sequence[str]) -> ErrorCode: ...
 
 
 def new_member_id() -> str:
@@ -55,11 +74,16 @@ def new_member_id() -> str:
 
 
 class ClassicProtocolMembers:
-    """The classic protocol's requests against consumer groups; state and timers are its
-    `ConsumerGroupCoordinator`'s."""
+    """The classic protocol's requests against consumer groups; the groups are the store's, the timers the
+    consumer coordinator's `MemberTimers`."""
 
-    def __init__(self, consumer: ConsumerGroupCoordinator) -> None:
-        self.consumer = consumer
+    def __init__(self, config: ConsumerGroupConfig, store: GroupMetadataManager, topics: TopicImage,
+                 timers: MemberTimers, membership: ConsumerMembership) -> None:
+        self.config = config
+        self.store = store
+        self.topics = topics
+        self.timers = timers
+        self.membership = membership
 
     # -- JoinGroup ---------------------------------------------------------------------------------------
     def join(self, group: ConsumerGroup, member_id: str, request: JoinGroupRequestData,
@@ -71,13 +95,13 @@ class ClassicProtocolMembers:
 
     def _join(self, group: ConsumerGroup, member_id: str, request: JoinGroupRequestData) -> JoinGroupResult:
         group_id = group.group_id
-        if self.consumer.config.migration_policy == "disabled":
+        if self.config.migration_policy == "disabled":
             raise Refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group {group_id} with "
                           "the classic protocol because the group migration is disabled.")
         unknown = member_id == ""
         if unknown:
             member_id = new_member_id()
-        self.consumer.check_size(group, member_id)
+        self.membership.check_size(group, member_id)
         if not group.supports_classic_protocols(request.protocol_type, [name for name, _ in request.protocols]):
             raise Refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not "
                           "supported.")
@@ -99,19 +123,19 @@ class ClassicProtocolMembers:
             client_host=request.client_host,
             classic=ClassicMemberMetadata(request.session_timeout_ms, tuple(request.protocols)),
         )
-        topics = self.consumer.topic_image.topics()
+        topics = self.topics.topics()
         owned = [(topics[topic].topic_id, indexes) for topic, indexes in subscription.owned_partitions
                  if topic in topics]
-        reconciled = self.consumer.update_member(group, member, updated, replaced, owned, records)
-        error = self.consumer.write(group_id, records)
+        reconciled = self.membership.update_member(group, member, updated, replaced, owned, records)
+        error = self.store.append_records(group_id, records)
         if error is not ErrorCode.NONE:
             raise Refused(error, "")
-        replay_all(self.consumer.groups, records)
-        timers = self.consumer.timers
+        replay_all(self.store.consumer_groups, records)
+        timers = self.timers
         if replaced is not None:
             timers.cancel_member(group_id, replaced)
         timers.cancel(TimerKind.CLASSIC_JOIN, group_id, member_id)
-        self.consumer.schedule_session(group_id, reconciled)
+        self.membership.schedule_session(group_id, reconciled)
         timers.schedule(TimerKind.CLASSIC_SYNC, group_id, member_id, request.rebalance_timeout_ms,
                         lambda: self._fence(group_id, member_id))
         assert reconciled.classic is not None
@@ -159,14 +183,14 @@ class ClassicProtocolMembers:
         except Refused as refused:
             callback(SyncGroupResult(refused.error))
             return
-        self.consumer.timers.cancel(TimerKind.CLASSIC_SYNC, group.group_id, member.member_id)
-        self.consumer.schedule_session(group.group_id, member)
+        self.timers.cancel(TimerKind.CLASSIC_SYNC, group.group_id, member.member_id)
+        self.membership.schedule_session(group.group_id, member)
         callback(SyncGroupResult(ErrorCode.NONE, self._assignment(member), protocol_type, protocol_name))
 
     def _assignment(self, member: ConsumerGroupMember) -> bytes:
         """The member's current assignment in the version of the subscription it joined with."""
         assert member.classic is not None
-        names = self.consumer.topic_names()
+        names = topic_names_by_id(self.topics)
         partitions = {names[topic_id]: indexes for topic_id, indexes in member.assigned.items() if topic_id in names}
         return serialize_assignment(partitions, protocol_version(member.classic.supported_protocols[0][1]))
 
@@ -176,7 +200,7 @@ class ClassicProtocolMembers:
             member = self._classic_member(group, member_id, instance_id, generation_id)
         except Refused as refused:
             return refused.error
-        self.consumer.schedule_session(group.group_id, member)
+        self.membership.schedule_session(group.group_id, member)
         if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
@@ -204,7 +228,7 @@ class ClassicProtocolMembers:
             leaving.append(member.member_id)
             results.append(ErrorCode.NONE)
         if leaving:
-            error = self.consumer.fence_members(group, leaving)
+            error = self.membership.fence_members(group, leaving)
             if error is not ErrorCode.NONE:
                 return [error if code is ErrorCode.NONE else code for code in results]
         return results
@@ -246,10 +270,10 @@ class ClassicProtocolMembers:
     def _schedule_join_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
         """The member must rejoin within its rebalance timeout (Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent)."""
         member_id = member.member_id
-        self.consumer.timers.schedule_if_absent(TimerKind.CLASSIC_JOIN, group_id, member_id,
-                                                member.rebalance_timeout_ms, lambda: self._fence(group_id, member_id))
+        self.timers.schedule_if_absent(TimerKind.CLASSIC_JOIN, group_id, member_id, member.rebalance_timeout_ms,
+                                       lambda: self._fence(group_id, member_id))
 
     def _fence(self, group_id: str, member_id: str) -> None:
-        group = self.consumer.groups.get(group_id)
+        group = self.store.consumer_groups.get(group_id)
         if group is not None and member_id in group.members:
-            self.consumer.fence(group, member_id)
+            self.membership.fence(group, member_id)

@@ -9,8 +9,9 @@ into the cache (`consumer_group_records.replay`, the same code that loads them a
 offsets of a consumer group stay in the classic cache (`GroupMetadataManager.groups`, an Empty shell without
 members), so OffsetCommit/OffsetFetch, retention and the offsets layout are shared. Members using the classic
 protocol inside a consumer group are `ClassicProtocolMembers`'; the online upgrade and downgrade between the
-two group types (`group.consumer.migration.policy`) are `GroupConversion`'s. Event-loop thread only; not
-thread-safe.
+two group types (`group.consumer.migration.policy`) are `GroupConversion`'s. Built from what it uses: its
+config, the topic image, the group store, the coordinator's status, the scheduler and clock, the classic side's
+config and `GroupRebalancer` (for conversions). Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minikafka.broker.groups.assignors import Assignment, MemberSubscription, TopicInfo, assign
+from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -53,12 +55,14 @@ from minikafka.broker.groups.consumer_group_records import (
 from minikafka.broker.groups.consumer_group_timers import MemberTimers, TimerKind
 from minikafka.broker.groups.coordinator_records import GroupMetadataKey, encode_group_metadata_key
 from minikafka.broker.groups.group_conversion import GroupConversion
-from minikafka.broker.groups.topic_image import TopicImage
+from minikafka.broker.groups.group_metadata import GroupMetadata
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+from minikafka.broker.groups.group_rebalancer import GroupRebalancer
+from minikafka.broker.groups.group_status import CoordinatorStatus
+from minikafka.broker.groups.scheduler import Scheduler
+from minikafka.broker.groups.topic_image import TopicImage, topic_names_by_id
 from minikafka.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from minikafka.broker.groups.group_coordinator import GroupCoordinator
-    from minikafka.broker.groups.group_metadata import GroupMetadata
+from minikafka.storage.clock import Clock
 
 __all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult", "Refused"]
 
@@ -116,19 +120,23 @@ class ConsumerGroupCoordinator:
     """Owns the consumer groups' timers and the request-side logic; the groups themselves are the
     `GroupMetadataManager`'s `consumer_groups` (rebuilt from the log on load)."""
 
-    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig, topics: TopicImage) -> None:
-        self.coordinator = coordinator
+    def __init__(self, config: ConsumerGroupConfig, topics: TopicImage, store: GroupMetadataManager,
+                 status: CoordinatorStatus, scheduler: Scheduler, clock: Clock, classic_config: GroupConfig,
+                 rebalancer: GroupRebalancer,
+                 group_configs: Callable[[str], Mapping[str, Any]] | None = None) -> None:
         self.config = config
         self.topic_image = topics
-        self.manager = coordinator.manager
-        self.timers = MemberTimers(lambda: coordinator.scheduler)
-        self.classic = ClassicProtocolMembers(self)
-        self.conversion = GroupConversion(self)
+        self.manager = store
+        self.status = status
+        self.timers = MemberTimers(scheduler)
+        self.classic = ClassicProtocolMembers(config, store, topics, self.timers, self)
+        self.conversion = GroupConversion(config, classic_config, topics, store, clock, rebalancer, self.timers,
+                                          self.schedule_session)
         #: group id -> subscribed regex -> the topic names it resolved to (Kafka's ResolvedRegularExpression,
         #: kept in memory: resolved again at every heartbeat of the group's members).
         self.resolved_regexes: dict[str, dict[str, frozenset[str]]] = {}
         #: a group's configs (GROUP config resources) by group id; None = the broker's `group.consumer.*` only
-        self.group_configs: Callable[[str], Mapping[str, Any]] | None = None
+        self.group_configs = group_configs
 
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's `consumer.session.timeout.ms`, else `group.consumer.session.timeout.ms`."""
@@ -163,7 +171,7 @@ class ConsumerGroupCoordinator:
     def heartbeat(self, request: HeartbeatRequestData) -> HeartbeatResult:
         try:
             self._validate(request)
-            error = self.coordinator.validate_group_status(request.group_id)
+            error = self.status.validate(request.group_id)
             if error is not ErrorCode.NONE:
                 return HeartbeatResult(error)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -422,7 +430,7 @@ class ConsumerGroupCoordinator:
         return assign(self.preferred_assignor(members.values()), subscriptions, by_id)
 
     def write(self, group_id: str, records: list[RecordKV]) -> ErrorCode:
-        return self.manager._append(group_id, records) if records else ErrorCode.NONE
+        return self.manager.append_records(group_id, records)
 
     # -- leaving and fencing -----------------------------------------------------------------------------
     def _leave(self, request: HeartbeatRequestData) -> HeartbeatResult:
@@ -522,7 +530,7 @@ class ConsumerGroupCoordinator:
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------------------
     def describe(self, group_id: str) -> DescribedGroup:
-        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        error = self.status.validate(group_id, allow_empty_id=True)
         if error is not ErrorCode.NONE:
             return DescribedGroup(group_id, error)
         group = self.groups.get(group_id)
@@ -538,7 +546,7 @@ class ConsumerGroupCoordinator:
         )
 
     def topic_names(self) -> dict[uuid.UUID, str]:
-        return {info.topic_id: name for name, info in self.topic_image.topics().items()}
+        return topic_names_by_id(self.topic_image)
 
     # -- offsets -----------------------------------------------------------------------------------------
     def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, version: int,

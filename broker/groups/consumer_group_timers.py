@@ -23,10 +23,9 @@ class TimerKind(enum.Enum):
 
 class MemberTimers:
     """Owns the pending timers by (kind, group id, member id); a timer removes itself before it fires.
-    Reads the scheduler through `scheduler()` (the coordinator's may be replaced after construction).
     Event-loop thread only; not thread-safe."""
 
-    def __init__(self, scheduler: Callable[[], Scheduler]) -> None:
+    def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
         self._timers: dict[tuple[TimerKind, str, str], Cancellable] = {}
 
@@ -40,7 +39,7 @@ class MemberTimers:
             self._timers.pop(key, None)
             callback()
 
-        self._timers[key] = self._scheduler().call_later(delay_ms, fire)
+        self._timers[key] = self._scheduler.call_later(delay_ms, fire)
 
     def schedule_if_absent(self, kind: TimerKind, group_id: str, member_id: str, delay_ms: int,
                            callback: Callable[[], None]) -> None:

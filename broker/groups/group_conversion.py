@@ -11,15 +11,18 @@ Downgrade (Kafka's convertToClassicGroup): when members leave a consumer group a
 classic protocol remain, the group becomes a classic group at the group epoch, each member keeping its target
 assignment (serialized with the version of its subscription), and a rebalance starts.
 
-Both write the whole conversion in one append before the cache changes. Event-loop thread only; not thread-safe.
+Both write the whole conversion in one append before the cache changes. Built from what it uses: the
+`group.consumer.*` config, the classic groups' `group.max.size`, the topic image, the group store, the clock, the
+classic groups' `GroupRebalancer` (timers of the classic side), the consumer groups' `MemberTimers` and the
+consumer coordinator's session scheduling (a callable). Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
 
 from minikafka.broker.groups.assignors import TopicInfo
+from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
@@ -27,6 +30,7 @@ from minikafka.broker.groups.consumer_group import (
     MemberState,
     Refused,
 )
+from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
 from minikafka.broker.groups.consumer_group_records import (
     RecordKV,
     current_assignment_record,
@@ -38,6 +42,7 @@ from minikafka.broker.groups.consumer_group_records import (
     target_assignment_epoch_record,
     target_member_record,
 )
+from minikafka.broker.groups.consumer_group_timers import MemberTimers
 from minikafka.broker.groups.consumer_protocol import (
     parse_assignment,
     parse_subscription,
@@ -46,11 +51,12 @@ from minikafka.broker.groups.consumer_protocol import (
 )
 from minikafka.broker.groups.coordinator_records import GroupMetadataKey, encode_group_metadata_key
 from minikafka.broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, MemberMetadata
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+from minikafka.broker.groups.group_rebalancer import GroupRebalancer
 from minikafka.broker.groups.join_sync_messages import JoinGroupResult, SyncGroupResult
+from minikafka.broker.groups.topic_image import TopicImage, topic_names_by_id
 from minikafka.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from minikafka.broker.groups.consumer_group_coordinator import ConsumerGroupCoordinator
+from minikafka.storage.clock import Clock
 
 __all__ = ["GroupConversion"]
 
@@ -60,10 +66,27 @@ class _CustomAssignor(ValueError):
 
 
 class GroupConversion:
-    """Converts groups between the two types; reads everything through its `ConsumerGroupCoordinator`."""
+    """Converts groups between the two types. See the module docstring for what it is built from."""
 
-    def __init__(self, consumer: ConsumerGroupCoordinator) -> None:
-        self.consumer = consumer
+    def __init__(
+        self,
+        config: ConsumerGroupConfig,
+        classic_config: GroupConfig,
+        topics: TopicImage,
+        store: GroupMetadataManager,
+        clock: Clock,
+        rebalancer: GroupRebalancer,
+        timers: MemberTimers,
+        schedule_session: Callable[[str, ConsumerGroupMember], None],
+    ) -> None:
+        self.config = config
+        self.classic_config = classic_config
+        self.topics = topics
+        self.store = store
+        self.clock = clock
+        self.rebalancer = rebalancer
+        self.timers = timers
+        self.schedule_session = schedule_session
 
     # -- upgrade -----------------------------------------------------------------------------------------
     def to_consumer_group(self, classic: GroupMetadata, records: list[RecordKV]) -> ConsumerGroup:
@@ -71,15 +94,15 @@ class GroupConversion:
         return the consumer group they describe (not yet in the cache). Refused with GROUP_ID_NOT_FOUND."""
         group_id = classic.group_id
         prefix = f"Cannot upgrade classic group {group_id} to consumer group because"
-        if self.consumer.config.migration_policy not in ("upgrade", "bidirectional"):
+        if self.config.migration_policy not in ("upgrade", "bidirectional"):
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"{prefix} online upgrade is disabled.")
         if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"{prefix} the group does not use the consumer embedded "
                           "protocol.")
-        if len(classic.members) > self.consumer.config.max_size:
+        if len(classic.members) > self.config.max_size:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"{prefix} the group size exceeds the consumer group "
                           "maximum size.")
-        topics = self.consumer.topic_image.topics()
+        topics = self.topics.topics()
         try:
             members = [self._member_from(classic, member, topics) for member in classic.members.values()]
         except _CustomAssignor as exc:
@@ -126,7 +149,7 @@ class GroupConversion:
     def upgraded(self, classic: GroupMetadata, group: ConsumerGroup) -> None:
         """After the upgrade was written: classic members waiting in JoinGroup/SyncGroup rejoin, the classic
         entry becomes the Empty shell keeping the committed offsets, each member gets its session timer."""
-        self.consumer.coordinator.rebalancer.forget(classic)
+        self.rebalancer.forget(classic)
         for member in classic.members.values():
             join_callback, member.join_callback = member.join_callback, None
             sync_callback, member.sync_callback = member.sync_callback, None
@@ -138,11 +161,11 @@ class GroupConversion:
         classic.pending_members.clear()
         classic.static_members.clear()
         classic.state = GroupState.EMPTY
-        classic.state_timestamp_ms = self.consumer.coordinator.clock.time_ms()
+        classic.state_timestamp_ms = self.clock.time_ms()
         classic.protocol_type, classic.protocol_name, classic.generation_id, classic.leader_id = None, None, 0, None
         classic.rebalance_epoch += 1  # a delayed join still scheduled for the classic group does nothing
         for converted in group.members.values():
-            self.consumer.schedule_session(group.group_id, converted)
+            self.schedule_session(group.group_id, converted)
 
     # -- downgrade ---------------------------------------------------------------------------------------
     def can_downgrade(self, group: ConsumerGroup, leaving: Sequence[str]) -> bool:
@@ -150,9 +173,9 @@ class GroupConversion:
         remaining = [member for member_id, member in group.members.items() if member_id not in leaving]
         if not remaining or not all(member.classic is not None for member in remaining):
             return False
-        if self.consumer.config.migration_policy not in ("downgrade", "bidirectional"):
+        if self.config.migration_policy not in ("downgrade", "bidirectional"):
             return False
-        if len(remaining) > self.consumer.coordinator.config.max_size:
+        if len(remaining) > self.classic_config.max_size:
             return False
         try:
             for member in remaining:
@@ -166,12 +189,11 @@ class GroupConversion:
     def downgrade(self, group: ConsumerGroup, leaving: Sequence[str]) -> ErrorCode:
         """Kafka's convertToClassicGroup: the consumer group's records are tombstoned and a classic group at the
         group epoch is written, its members keeping their target assignment; then a rebalance starts."""
-        coordinator = self.consumer.coordinator
         group_id = group.group_id
         records = [record for member_id in group.members for record in member_tombstones(group_id, member_id)]
         records += group_tombstones(group_id)
         consumer_records = list(records)
-        classic = GroupMetadata(group_id, state=GroupState.STABLE, state_timestamp_ms=coordinator.clock.time_ms(),
+        classic = GroupMetadata(group_id, state=GroupState.STABLE, state_timestamp_ms=self.clock.time_ms(),
                                 protocol_type=CONSUMER_PROTOCOL_TYPE, generation_id=group.group_epoch)
         for member_id, member in group.members.items():
             if member_id in leaving or member.classic is None:
@@ -180,25 +202,25 @@ class GroupConversion:
                                        member.rebalance_timeout_ms, member.classic.session_timeout_ms,
                                        CONSUMER_PROTOCOL_TYPE, list(member.classic.supported_protocols)))
         classic.protocol_name = classic.select_protocol()
-        names = self.consumer.topic_names()
+        names = topic_names_by_id(self.topics)
         for classic_member in classic.members.values():
             target = group.target.get(classic_member.member_id, {})
             by_name = {names[topic_id]: indexes for topic_id, indexes in target.items() if topic_id in names}
             version = protocol_version(classic_member.metadata(classic.protocol_name))
             classic_member.assignment = serialize_assignment(by_name, version)
-        records.append(coordinator.manager.group_metadata_record(
+        records.append(self.store.group_metadata_record(
             classic, {member.member_id: member.assignment for member in classic.members.values()}))
-        error = self.consumer.write(group_id, records)
+        error = self.store.append_records(group_id, records)
         if error is not ErrorCode.NONE:
             return error
-        replay_all(self.consumer.groups, consumer_records)
+        replay_all(self.store.consumer_groups, consumer_records)
         for member_id in group.members:
-            self.consumer.timers.cancel_member(group_id, member_id)
-        shell = coordinator.manager.get_group(group_id)
+            self.timers.cancel_member(group_id, member_id)
+        shell = self.store.get_group(group_id)
         if shell is not None:
             classic.offsets = shell.offsets
-        coordinator.manager.groups[group_id] = classic
+        self.store.put_group(classic)
         for classic_member in classic.members.values():
-            coordinator.rebalancer.schedule_heartbeat(classic, classic_member)
-        coordinator.rebalancer.maybe_prepare_rebalance(classic)
+            self.rebalancer.schedule_heartbeat(classic, classic_member)
+        self.rebalancer.maybe_prepare_rebalance(classic)
         return ErrorCode.NONE

@@ -4,24 +4,26 @@ the group-scoped offset and admin operations — the public entry point the hand
 Modelled on Apache Kafka's GroupCoordinator: the same state machine, checks in the same order and the
 same error codes. JoinGroup and SyncGroup answer through a callback, possibly later (delayed joins). This
 module handles the requests; session and rebalance timers and the completion of a rebalance are the
-`GroupRebalancer`'s, offsets and admin operations the `GroupOffsets`', persistence the
-`GroupMetadataManager`'s. A classic request to a KIP-848 consumer group goes to the consumer coordinator's
-`ClassicProtocolMembers` (Kafka 4's mixed groups).
+`GroupRebalancer`'s, offsets the `GroupOffsets`', ListGroups/DescribeGroups/DeleteGroups the
+`GroupAdmin`'s, persistence the `GroupMetadataManager`'s. A classic request to a KIP-848 consumer group
+goes to the consumer coordinator's `ClassicProtocolMembers` (Kafka 4's mixed groups).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
 from minikafka.broker.groups.consumer_group_coordinator import ConsumerGroupCoordinator
+from minikafka.broker.groups.group_admin import GroupAdmin
 from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.group_offsets import GroupOffsets
 from minikafka.broker.groups.group_rebalancer import GroupRebalancer
+from minikafka.broker.groups.group_status import CoordinatorStatus
 from minikafka.broker.groups.join_sync_messages import (
     JoinCallback,
     JoinGroupRequestData,
@@ -31,7 +33,7 @@ from minikafka.broker.groups.join_sync_messages import (
 )
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import Cancellable, LoopScheduler, Scheduler
-from minikafka.broker.groups.topic_image import ReplicaTopicImage, StaticTopicImage
+from minikafka.broker.groups.topic_image import ReplicaTopicImage, StaticTopicImage, TopicImage
 from minikafka.protocol.errors import ErrorCode
 from minikafka.storage.clock import Clock
 
@@ -48,22 +50,37 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 class GroupCoordinator:
     """The single node's coordinator for every group.
 
-    Owns the request-side checks and membership changes of the classic protocol, the offsets-retention
-    timer, and its `GroupRebalancer` (timers) and `GroupOffsets` (offset/admin APIs). Groups themselves
-    live in the `GroupMetadataManager`. Event-loop thread only; not thread-safe.
+    Owns the request-side checks and membership changes of the classic protocol and the offsets-retention
+    timer; builds, once, each helper from the parts it uses (none holds the coordinator): `CoordinatorStatus`,
+    `GroupRebalancer` (timers), `ConsumerGroupCoordinator` (KIP-848), `GroupOffsets` (offset APIs) and
+    `GroupAdmin` (List/Describe/DeleteGroups). Groups themselves live in the `GroupMetadataManager`.
+    Event-loop thread only; not thread-safe.
     """
 
-    def __init__(self, config: GroupConfig, manager: GroupMetadataManager, scheduler: Scheduler, clock: Clock) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        manager: GroupMetadataManager,
+        scheduler: Scheduler,
+        clock: Clock,
+        consumer_config: ConsumerGroupConfig | None = None,
+        topics: TopicImage | None = None,
+        group_configs: Callable[[str], Mapping[str, Any]] | None = None,
+    ) -> None:
+        """`consumer_config`, `topics` and `group_configs` are the KIP-848 side's `group.consumer.*` settings, the
+        cluster's topics and the GROUP config resources (`for_broker` gives the broker's; defaults for tests)."""
         self.config = config
         self.manager = manager
         self.scheduler = scheduler
         self.clock = clock
-        self.active = False
+        self.status = CoordinatorStatus(manager)
         self._retention_timer: Cancellable | None = None
-        self.rebalancer = GroupRebalancer(self)
-        self.offsets = GroupOffsets(self)
-        #: KIP-848 consumer groups; `for_broker` gives it the broker's topics and `group.consumer.*` settings.
-        self.consumer = ConsumerGroupCoordinator(self, ConsumerGroupConfig(), StaticTopicImage())
+        self.rebalancer = GroupRebalancer(config, manager, scheduler, clock)
+        self.consumer = ConsumerGroupCoordinator(
+            consumer_config or ConsumerGroupConfig(), topics or StaticTopicImage(), manager, self.status, scheduler,
+            clock, config, self.rebalancer, group_configs)
+        self.offsets = GroupOffsets(config, manager, self.status, clock, self.rebalancer, self.consumer)
+        self.admin = GroupAdmin(manager, self.status, self.consumer)
 
     @classmethod
     def for_broker(
@@ -72,11 +89,8 @@ class GroupCoordinator:
         """The broker's coordinator: `__consumer_offsets` in its own logs, timers on the running loop."""
         config = GroupConfig.from_props(props)
         manager = GroupMetadataManager(config, ReplicaOffsetsTopic(replica_manager, admin), clock)
-        coordinator = cls(config, manager, LoopScheduler(), clock)
-        coordinator.consumer = ConsumerGroupCoordinator(
-            coordinator, ConsumerGroupConfig.from_props(props), ReplicaTopicImage(replica_manager))
-        coordinator.consumer.group_configs = admin.group_configs.effective
-        return coordinator
+        return cls(config, manager, LoopScheduler(), clock, ConsumerGroupConfig.from_props(props),
+                   ReplicaTopicImage(replica_manager), admin.group_configs.effective)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -119,14 +133,16 @@ class GroupCoordinator:
     def _now_ms(self) -> int:
         return self.clock.time_ms()
 
+    @property
+    def active(self) -> bool:
+        return self.status.active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self.status.active = value
+
     def validate_group_status(self, group_id: str | None, allow_empty_id: bool = False) -> ErrorCode:
-        if group_id is None or (not group_id and not allow_empty_id):
-            return ErrorCode.INVALID_GROUP_ID
-        if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self.manager.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        return self.status.validate(group_id, allow_empty_id)
 
     # -- JoinGroup ---------------------------------------------------------------------------------------
     def handle_join_group(

@@ -72,6 +72,20 @@ class GroupMetadataManager(CoordinatorPartitions):
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
         return self.groups.setdefault(group.group_id, group)
 
+    def put_group(self, group: GroupMetadata) -> None:
+        """Cache `group` in place of the classic group of its id (a consumer group downgraded to a classic one)."""
+        self.groups[group.group_id] = group
+
+    def is_classic_or_consumer_group(self, group_id: str) -> bool:
+        """A classic group (or a consumer group's offsets shell) or a KIP-848 consumer group has this id."""
+        return group_id in self.consumer_groups or group_id in self.groups
+
+    def append_records(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
+        """Append a group's records (consumer or share group records, in Kafka's layouts) to its
+        `__consumer_offsets` partition as one batch; the coordinator's error code on failure. The caller replays
+        them into its cache only after NONE (Kafka's coordinators return records, then replay them)."""
+        return self._append(group_id, records) if records else ErrorCode.NONE
+
     # -- writes ------------------------------------------------------------------------------------------
     def store_group(self, group: GroupMetadata, assignments: Mapping[str, bytes]) -> ErrorCode:
         """Write the group's metadata with the given assignments (Kafka's storeGroup)."""

@@ -1,21 +1,25 @@
-"""`GroupOffsets`: the offset and administration side of the group coordinator — OffsetCommit,
-OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete — with Kafka's checks and codes.
+"""`GroupOffsets`: the offset side of the group coordinator — OffsetCommit, TxnOffsetCommit, OffsetFetch and
+OffsetDelete — with Kafka's checks and codes (ListGroups, DescribeGroups and DeleteGroups are `GroupAdmin`'s).
 
-Shares the group cache and the `GroupCoordinator`'s status checks. Event-loop thread only.
+Built from what it uses: the group config (`offset.metadata.max.bytes`), the group store, the coordinator's status,
+the clock, the `GroupRebalancer` (a member's commit is also a heartbeat) and the `ConsumerGroupCoordinator` (a
+consumer group checks member epochs). Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from minikafka.broker.groups.config import GroupConfig
+from minikafka.broker.groups.consumer_group_coordinator import ConsumerGroupCoordinator
 from minikafka.broker.groups.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, OffsetAndMetadata
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+from minikafka.broker.groups.group_rebalancer import GroupRebalancer
+from minikafka.broker.groups.group_status import CoordinatorStatus
 from minikafka.broker.groups.offsets_topic import TxnProducer
 from minikafka.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.storage.clock import Clock
 
 TopicPartition = tuple[str, int]
 
@@ -27,33 +31,17 @@ class CommitRequest:
     metadata: str | None
 
 
-@dataclass(frozen=True)
-class MemberSummary:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True)
-class GroupSummary:
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list[MemberSummary]
-
-
-DEAD_SUMMARY = GroupSummary(GroupState.DEAD.value, "", "", [])
-
-
 class GroupOffsets:
-    """Offsets and admin operations over the coordinator's groups."""
+    """The offset APIs over the coordinator's groups."""
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
-        self.manager = coordinator.manager
+    def __init__(self, config: GroupConfig, store: GroupMetadataManager, status: CoordinatorStatus, clock: Clock,
+                 rebalancer: GroupRebalancer, consumer: ConsumerGroupCoordinator) -> None:
+        self.config = config
+        self.manager = store
+        self.status = status
+        self.clock = clock
+        self.rebalancer = rebalancer
+        self.consumer = consumer
 
     # -- OffsetCommit ------------------------------------------------------------------------------------
     def handle_commit_offsets(
@@ -65,12 +53,12 @@ class GroupOffsets:
         offsets: Mapping[TopicPartition, CommitRequest],
         api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode]:
-        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        error = self.status.validate(group_id, allow_empty_id=True)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
         consumer_group = self.manager.consumer_groups.get(group_id)
         if consumer_group is not None:  # KIP-848: generation_id_or_member_epoch is the member epoch
-            error = self.coordinator.consumer.validate_offset_commit(consumer_group, member_id, generation_id,
+            error = self.consumer.validate_offset_commit(consumer_group, member_id, generation_id,
                                                                      api_version)
             if error is not ErrorCode.NONE:
                 return {tp: error for tp in offsets}
@@ -79,19 +67,19 @@ class GroupOffsets:
         if group is None:
             if generation_id >= 0:
                 return {tp: ErrorCode.ILLEGAL_GENERATION for tp in offsets}
-            group = self.manager.add_group(GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+            group = self.manager.add_group(GroupMetadata(group_id, state_timestamp_ms=self.clock.time_ms()))
         error = self._validate_commit(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
         results = self._store(group, offsets)
         if group.generation_id >= 0 and group.has(member_id):
-            self.coordinator.rebalancer.schedule_heartbeat(group, group.members[member_id])
+            self.rebalancer.schedule_heartbeat(group, group.members[member_id])
         return results
 
     def _shell(self, group_id: str) -> GroupMetadata:
         """The classic cache entry holding a consumer group's committed offsets (Empty, no members)."""
         return self.manager.get_group(group_id) or self.manager.add_group(
-            GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+            GroupMetadata(group_id, state_timestamp_ms=self.clock.time_ms()))
 
     def _store(self, group: GroupMetadata, offsets: Mapping[TopicPartition, CommitRequest]
                ) -> dict[TopicPartition, ErrorCode]:
@@ -106,11 +94,11 @@ class GroupOffsets:
         self, offsets: Mapping[TopicPartition, CommitRequest], results: dict[TopicPartition, ErrorCode]
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The commits to store; those with too much metadata get OFFSET_METADATA_TOO_LARGE in `results`."""
-        now_ms = self.coordinator.clock.time_ms()
+        now_ms = self.clock.time_ms()
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, request in offsets.items():
             metadata = request.metadata or ""
-            if len(metadata.encode()) > self.coordinator.config.offset_metadata_max_bytes:
+            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = OffsetAndMetadata(request.offset, request.leader_epoch, metadata, now_ms)
@@ -128,16 +116,16 @@ class GroupOffsets:
     ) -> dict[TopicPartition, ErrorCode]:
         """Kafka's handleTxnCommitOffsets: written now as the producer's transactional batch, committed by
         its COMMIT marker. Members are checked only when the request names one (KIP-447)."""
-        error = self.coordinator.validate_group_status(group_id)
+        error = self.status.validate(group_id)
         if error is not ErrorCode.NONE:
             return {tp: error for tp in offsets}
         group = self.manager.get_group(group_id) or self.manager.add_group(
-            GroupMetadata(group_id, state_timestamp_ms=self.coordinator.clock.time_ms()))
+            GroupMetadata(group_id, state_timestamp_ms=self.clock.time_ms()))
         if group.is_(GroupState.DEAD):
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets}
         consumer_group = self.manager.consumer_groups.get(group_id)
         if consumer_group is not None and (generation_id >= 0 or member_id):
-            error = self.coordinator.consumer.validate_offset_commit(
+            error = self.consumer.validate_offset_commit(
                 consumer_group, member_id, generation_id, 9, transactional=True)
             if error is not ErrorCode.NONE:
                 error = ErrorCode.ILLEGAL_GENERATION if error is ErrorCode.STALE_MEMBER_EPOCH else error
@@ -184,12 +172,12 @@ class GroupOffsets:
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
         """Committed offsets (None = nothing committed); `partitions=None` means all of the group's. A consumer
         group checks `member_id`/`member_epoch` (OffsetFetch v9+)."""
-        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
+        error = self.status.validate(group_id, allow_empty_id=True)
         if error is not ErrorCode.NONE:
             return error, {}
         consumer_group = self.manager.consumer_groups.get(group_id)
         if consumer_group is not None:
-            error = self.coordinator.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            error = self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
             if error is not ErrorCode.NONE:
                 return error, {}
         group = self.manager.get_group(group_id)
@@ -198,90 +186,11 @@ class GroupOffsets:
             return ErrorCode.NONE, dict(stored)
         return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
 
-    # -- ListGroups / DescribeGroups ---------------------------------------------------------------------
-    def handle_list_groups(
-        self, states: Iterable[str] = (), types: Iterable[str] = ()
-    ) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
-        """(error, [(group_id, protocol_type, state, group type)]): classic groups, then consumer groups."""
-        error = self.coordinator.validate_group_status("-")
-        if error is not ErrorCode.NONE:
-            return error, []
-        state_filter = {state.lower() for state in states}
-        type_filter = {kind.lower() for kind in types}
-        listed = []
-        for group in self.manager.groups.values():
-            if group.is_(GroupState.DEAD):
-                continue
-            if state_filter and group.state.value.lower() not in state_filter:
-                continue
-            if type_filter and "classic" not in type_filter:
-                continue
-            if group.group_id in self.manager.consumer_groups:
-                continue  # the offsets shell of a consumer group
-            listed.append((group.group_id, group.protocol_type or "", group.state.value, "classic"))
-        for group_id, state in self.coordinator.consumer.listed():
-            if (state_filter and state.lower() not in state_filter) or (type_filter and "consumer" not in type_filter):
-                continue
-            listed.append((group_id, CONSUMER_PROTOCOL_TYPE, state, "consumer"))
-        return ErrorCode.NONE, listed
-
-    def handle_describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
-        error = self.coordinator.validate_group_status(group_id, allow_empty_id=True)
-        if error is not ErrorCode.NONE:
-            return error, DEAD_SUMMARY
-        group = self.manager.get_group(group_id)
-        if group is None:
-            return ErrorCode.NONE, DEAD_SUMMARY
-        stable = group.is_(GroupState.STABLE)
-        members = [
-            MemberSummary(
-                member.member_id,
-                member.group_instance_id,
-                member.client_id,
-                member.client_host,
-                member.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                member.assignment if stable else b"",
-            )
-            for member in group.members.values()
-        ]
-        protocol = (group.protocol_name or "") if stable else ""
-        return ErrorCode.NONE, GroupSummary(group.state.value, group.protocol_type or "", protocol, members)
-
-    # -- DeleteGroups / OffsetDelete ---------------------------------------------------------------------
-    def handle_delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
-        results: dict[str, ErrorCode] = {}
-        for group_id in group_ids:
-            error = self.coordinator.validate_group_status(group_id)
-            if error is not ErrorCode.NONE:
-                results[group_id] = error
-                continue
-            consumer_group = self.manager.consumer_groups.get(group_id)
-            if consumer_group is not None:
-                results[group_id] = self._delete_consumer_group(group_id)
-                continue
-            group = self.manager.get_group(group_id)
-            if group is None or group.is_(GroupState.DEAD):
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_(GroupState.EMPTY):
-                results[group_id] = ErrorCode.NON_EMPTY_GROUP
-            else:
-                results[group_id] = self.manager.delete_group(group)
-        return results
-
-    def _delete_consumer_group(self, group_id: str) -> ErrorCode:
-        consumer_group = self.manager.consumer_groups[group_id]
-        if consumer_group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        error = self.coordinator.consumer.delete(consumer_group)
-        shell = self.manager.get_group(group_id)
-        if error is ErrorCode.NONE and shell is not None:
-            error = self.manager.delete_group(shell)
-        return error
-
+    # -- OffsetDelete --------------------------------------------------------------------------------------
     def handle_delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        error = self.coordinator.validate_group_status(group_id)
+        error = self.status.validate(group_id)
         if error is not ErrorCode.NONE:
             return error, {}
         group = self.manager.get_group(group_id)

@@ -10,26 +10,28 @@ or a rebalance times out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.join_sync_messages import JoinGroupResult, SyncGroupResult
-from minikafka.broker.groups.scheduler import Cancellable
+from minikafka.broker.groups.scheduler import Cancellable, Scheduler
 from minikafka.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.storage.clock import Clock
 
 
 class GroupRebalancer:
     """Owns every member's session timer and every group's delayed-join and pending-sync timers.
 
-    Reads config, clock, scheduler and group cache through its `GroupCoordinator` (the config may be
-    replaced at runtime). Event-loop thread only; not thread-safe.
+    Built from the group config (`group.initial.rebalance.delay.ms`), the group store (an Empty group's new
+    generation is stored), the scheduler and the clock. Event-loop thread only; not thread-safe.
     """
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
+    def __init__(self, config: GroupConfig, store: GroupMetadataManager, scheduler: Scheduler, clock: Clock) -> None:
+        self.config = config
+        self.store = store
+        self.scheduler = scheduler
+        self.clock = clock
         self._heartbeat_timers: dict[tuple[str, str], Cancellable] = {}
         self._join_timers: dict[str, Cancellable] = {}
         self._sync_timers: dict[str, Cancellable] = {}
@@ -43,10 +45,10 @@ class GroupRebalancer:
         self._sync_timers.clear()
 
     def _now_ms(self) -> int:
-        return self.coordinator.clock.time_ms()
+        return self.clock.time_ms()
 
     def _call_later(self, delay_ms: int, callback: Callable[[], None]) -> Cancellable:
-        return self.coordinator.scheduler.call_later(delay_ms, callback)
+        return self.scheduler.call_later(delay_ms, callback)
 
     # -- rebalance ---------------------------------------------------------------------------------------
     def rebalance(self, group: GroupMetadata) -> None:
@@ -79,7 +81,7 @@ class GroupRebalancer:
         rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         self._cancel_join_timer(group.group_id)
         if is_initial_rebalance:
-            delay_ms = self.coordinator.config.initial_rebalance_delay_ms
+            delay_ms = self.config.initial_rebalance_delay_ms
             remaining_ms = max(rebalance_timeout_ms - delay_ms, 0)
             group.new_member_added = False
             self._in_initial_delay.add(group.group_id)
@@ -115,7 +117,7 @@ class GroupRebalancer:
             return
         if group.new_member_added and remaining_ms != 0:
             group.new_member_added = False
-            next_delay_ms = min(self.coordinator.config.initial_rebalance_delay_ms, remaining_ms)
+            next_delay_ms = min(self.config.initial_rebalance_delay_ms, remaining_ms)
             next_remaining_ms = max(remaining_ms - delay_ms, 0)
             self._join_timers[group.group_id] = self._call_later(
                 next_delay_ms,
@@ -157,7 +159,7 @@ class GroupRebalancer:
             return
         group.init_next_generation(self._now_ms())
         if group.is_(GroupState.EMPTY):
-            self.coordinator.manager.store_group(group, {})
+            self.store.store_group(group, {})
             return
         group.pending_sync_members.clear()
         for member in list(group.members.values()):
@@ -244,7 +246,7 @@ class GroupRebalancer:
         if previous is not None:
             previous.cancel()
         delay_ms = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        member.heartbeat_deadline_ms = self.coordinator.clock.monotonic_ms() + delay_ms
+        member.heartbeat_deadline_ms = self.clock.monotonic_ms() + delay_ms
         self._heartbeat_timers[key] = self._call_later(delay_ms, lambda: self._on_heartbeat_expired(group, member))
 
     def cancel_heartbeat(self, group_id: str, member_id: str) -> None:

@@ -15,13 +15,18 @@ from minikafka.broker.groups.assignors import TopicInfo
 if TYPE_CHECKING:
     from minikafka.broker.replica_manager import ReplicaManager
 
-__all__ = ["ReplicaTopicImage", "StaticTopicImage", "TopicImage"]
+__all__ = ["ReplicaTopicImage", "StaticTopicImage", "TopicImage", "topic_names_by_id"]
 
 
 class TopicImage(Protocol):
     def topics(self) -> Mapping[str, TopicInfo]:
         """Every topic by name with its id and partition count."""
         ...
+
+
+def topic_names_by_id(image: TopicImage) -> dict[uuid.UUID, str]:
+    """Every topic's name by its id."""
+    return {info.topic_id: name for name, info in image.topics().items()}
 
 
 class ReplicaTopicImage:

@@ -20,7 +20,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     deletable = authorized_names(ctx, session, AclOperation.DELETE, ResourceType.GROUP, names)
     share = ctx.share_coordinator
     share_names = {name for name in names if share is not None and name in share.groups and name in deletable}
-    results = ctx.group_coordinator.offsets.handle_delete_groups(
+    results = ctx.group_coordinator.admin.handle_delete_groups(
         [name for name in names if name in deletable and name not in share_names])
     if share is not None:
         results.update({name: share.delete_group(name) for name in share_names})

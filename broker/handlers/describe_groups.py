@@ -34,7 +34,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                                     group_state="", protocol_type="", protocol_data="", members=[],
                                     authorized_operations=None))
             continue
-        error, summary = ctx.group_coordinator.offsets.handle_describe_group(group_id)
+        error, summary = ctx.group_coordinator.admin.handle_describe_group(group_id)
         groups.append(
             group_cls(
                 error_code=error,

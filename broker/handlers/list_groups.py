@@ -18,7 +18,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     version = event.api_version
     states = request.states_filter if version >= 4 else ()
     types = request.types_filter if version >= 5 else ()
-    error, groups = ctx.group_coordinator.offsets.handle_list_groups(states or (), types or ())
+    error, groups = ctx.group_coordinator.admin.handle_list_groups(states or (), types or ())
     share = ctx.share_coordinator
     if share is not None and not error:
         state_filter = {state.lower() for state in states or ()}

@@ -170,9 +170,9 @@ class ShareCoordinator:
         status = self.group_coordinator.validate_group_status(group_id)
         if status is not ErrorCode.NONE:
             raise ShareGroupError(status, status.name)
-        await self.group_coordinator.manager.ensure_topic()
-        manager = self.group_coordinator.manager
-        if group_id in manager.consumer_groups or group_id in manager.groups:
+        store = self.group_coordinator.manager
+        await store.ensure_topic()
+        if store.is_classic_or_consumer_group(group_id):
             raise ShareGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         group = self.groups.get(group_id)
         created = group is None
@@ -205,7 +205,7 @@ class ShareCoordinator:
         records = records_between(before, group)  # type: ignore[arg-type]
         if not records:
             return ErrorCode.NONE
-        return self.group_coordinator.manager._append(group.group_id, records)
+        return self.group_coordinator.manager.append_records(group.group_id, records)
 
     # -- connections -----------------------------------------------------------------------------------------
     def on_disconnect(self, session: Session) -> None:
@@ -233,7 +233,7 @@ class ShareCoordinator:
             (TARGET_METADATA.encode_key(group_id=group_id), None),
             (GROUP_METADATA.encode_key(group_id=group_id), None),
         ]
-        error = self.group_coordinator.manager._append(group_id, tombstones)
+        error = self.group_coordinator.manager.append_records(group_id, tombstones)
         if error is ErrorCode.NONE:
             del self.groups[group_id]
             self.partitions.delete_group_state(group_id)

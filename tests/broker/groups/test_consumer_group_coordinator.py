@@ -9,11 +9,7 @@ from typing import Any
 
 from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.consumer_group_config import ConsumerGroupConfig
-from minikafka.broker.groups.consumer_group_coordinator import (
-    ConsumerGroupCoordinator,
-    HeartbeatRequestData,
-    HeartbeatResult,
-)
+from minikafka.broker.groups.consumer_group_coordinator import HeartbeatRequestData, HeartbeatResult
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
 from minikafka.broker.groups.group_offsets import CommitRequest
@@ -35,11 +31,11 @@ class Harness:
         self.topic = topic or MemoryOffsetsTopic()
         self.topic.create_now(4)
         self.manager = GroupMetadataManager(self.config, self.topic, self.clock)
-        self.coordinator = GroupCoordinator(self.config, self.manager, self.scheduler, self.clock)
         self.image = image or StaticTopicImage()
-        self.consumer = self.coordinator.consumer = ConsumerGroupCoordinator(
-            self.coordinator,
+        self.coordinator = GroupCoordinator(
+            self.config, self.manager, self.scheduler, self.clock,
             ConsumerGroupConfig(session_timeout_ms=SESSION_MS, heartbeat_interval_ms=100, **consumer), self.image)
+        self.consumer = self.coordinator.consumer
         asyncio.run(self.coordinator.startup())
 
     def hb(self, member_id: str, epoch: int, owned: list[tuple[uuid.UUID, list[int]]] | None = None,
@@ -139,7 +135,7 @@ def test_leave_bumps_epoch_and_empty_group_lists_as_empty() -> None:
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -1)
     group = h.manager.consumer_groups["g"]
     assert group.group_epoch == 3 and group.state().value == "Empty"
-    assert h.coordinator.offsets.handle_list_groups()[1] == [("g", "consumer", "Empty", "consumer")]
+    assert h.coordinator.admin.handle_list_groups()[1] == [("g", "consumer", "Empty", "consumer")]
 
 
 def test_offset_commit_and_fetch_check_member_epochs() -> None:

@@ -11,7 +11,7 @@ from minikafka.broker.groups.config import GroupConfig
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.group_metadata import GroupState
 from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
-from minikafka.broker.groups.group_offsets import CommitRequest, GroupOffsets
+from minikafka.broker.groups.group_offsets import CommitRequest
 from minikafka.broker.groups.join_sync_messages import JoinGroupRequestData, JoinGroupResult, SyncGroupResult
 from minikafka.broker.groups.offsets_topic import MemoryOffsetsTopic
 from minikafka.broker.groups.scheduler import ManualScheduler
@@ -25,12 +25,12 @@ class Harness:
     def __init__(self, topic: MemoryOffsetsTopic | None = None, **config: Any) -> None:
         self.clock = FakeClock()
         self.scheduler = ManualScheduler(self.clock)
-        self.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=0, **config)
+        self.config = GroupConfig(**{"min_session_timeout_ms": 100, "initial_rebalance_delay_ms": 0, **config})
         self.topic = topic or MemoryOffsetsTopic()
         self.topic.create_now(4)
         self.manager = GroupMetadataManager(self.config, self.topic, self.clock)
         self.coordinator = GroupCoordinator(self.config, self.manager, self.scheduler, self.clock)
-        self.offsets = GroupOffsets(self.coordinator)
+        self.offsets = self.coordinator.offsets
         asyncio.run(self.coordinator.startup())
 
     def join(
@@ -180,7 +180,7 @@ def test_offset_commit_rules_and_fetch() -> None:
 def test_delete_groups_and_offsets() -> None:
     h = Harness()
     member, generation = h.stable_group_of_one()
-    assert h.offsets.handle_delete_groups(["g", "missing"]) == {
+    assert h.coordinator.admin.handle_delete_groups(["g", "missing"]) == {
         "g": ErrorCode.NON_EMPTY_GROUP, "missing": ErrorCode.GROUP_ID_NOT_FOUND,
     }
     h.offsets.handle_commit_offsets("g", member, None, generation, {("t", 0): CommitRequest(3, -1, "")})
@@ -190,7 +190,7 @@ def test_delete_groups_and_offsets() -> None:
     assert results == {("other", 0): ErrorCode.NONE}
     h.coordinator.handle_leave_group("g", [(member, None)])
     h.scheduler.advance_ms(2000)
-    assert h.offsets.handle_delete_groups(["g"]) == {"g": ErrorCode.NONE}
+    assert h.coordinator.admin.handle_delete_groups(["g"]) == {"g": ErrorCode.NONE}
     assert h.manager.get_group("g") is None
     assert h.offsets.handle_fetch_offsets("g", [("t", 0)])[1] == {("t", 0): None}
 
@@ -201,7 +201,7 @@ def test_groups_reload_from_the_offsets_topic() -> None:
     h.offsets.handle_commit_offsets("g", member, None, generation, {("t", 0): CommitRequest(42, 3, "meta")})
     h.offsets.handle_commit_offsets("s", "", None, -1, {("t", 1): CommitRequest(9, -1, "")})
     h.offsets.handle_commit_offsets("gone", "", None, -1, {("t", 1): CommitRequest(9, -1, "")})
-    assert h.offsets.handle_delete_groups(["gone"]) == {"gone": ErrorCode.NONE}
+    assert h.coordinator.admin.handle_delete_groups(["gone"]) == {"gone": ErrorCode.NONE}
     reloaded = Harness(topic=h.topic)
     group = reloaded.manager.get_group("g")
     assert group is not None and group.is_(GroupState.STABLE) and group.generation_id == generation
@@ -236,8 +236,7 @@ def test_group_max_size() -> None:
 
 
 def test_initial_rebalance_delay_waits_for_more_members() -> None:
-    h = Harness()
-    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=300)
+    h = Harness(initial_rebalance_delay_ms=300)
     first = h.join(require_known=False)
     h.scheduler.advance_ms(200)
     second = h.join(require_known=False)
@@ -315,8 +314,7 @@ def test_a_later_rebalance_completes_as_soon_as_everyone_rejoined() -> None:
 def test_initial_delay_extension_follows_kafka() -> None:
     """tryCompleteInitialRebalanceElseSchedule: each expiry that saw a new member extends by another delay, capped
     by what remains of the largest rebalance timeout (2000 ms here) minus the delays already waited."""
-    h = Harness()
-    h.config = h.coordinator.config = GroupConfig(min_session_timeout_ms=100, initial_rebalance_delay_ms=800)
+    h = Harness(initial_rebalance_delay_ms=800)
     first = h.join(require_known=False)             # t=0: remaining 1200
     h.scheduler.advance_ms(100)
     second = h.join(require_known=False)            # t=100: extends at t=800 by min(800, 1200) -> t=1600

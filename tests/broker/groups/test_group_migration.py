@@ -92,7 +92,7 @@ def test_consumer_member_upgrades_a_classic_group_and_the_classic_member_catches
     assert member.classic.protocol_name == "range" and member.subscribed_topic_names == ("t",)
     shell = h.manager.groups["g"]
     assert shell.is_(GroupState.EMPTY) and not shell.members and shell.offsets[("t", 0)].offset == 4
-    assert h.coordinator.offsets.handle_list_groups()[1] == [("g", "consumer", "Reconciling", "consumer")]
+    assert h.coordinator.admin.handle_list_groups()[1] == [("g", "consumer", "Reconciling", "consumer")]
 
     # the classic member learns of the new epoch by its heartbeat, rejoins (eager: owning nothing) and syncs
     assert h.coordinator.handle_heartbeat("g", classic, None, 1) is ErrorCode.REBALANCE_IN_PROGRESS
@@ -144,7 +144,7 @@ def test_last_consumer_member_leaving_downgrades_to_a_classic_group_that_rebalan
     assert group.is_(GroupState.PREPARING_REBALANCE) and group.generation_id == epoch
     assert list(group.members) == [classic] and group.protocol_name == "range"
     assert len(partitions_of(group.members[classic].assignment)) == 3  # its target assignment
-    assert h.coordinator.offsets.handle_list_groups()[1] == [("g", "consumer", "PreparingRebalance", "classic")]
+    assert h.coordinator.admin.handle_list_groups()[1] == [("g", "consumer", "PreparingRebalance", "classic")]
     # the classic member rejoins the classic group: it leads and assigns everything to itself
     assert h.coordinator.handle_heartbeat("g", classic, None, epoch) is ErrorCode.REBALANCE_IN_PROGRESS
     rejoined = join(h, classic)

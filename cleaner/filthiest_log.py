@@ -15,7 +15,7 @@ from minikafka.cleaner.log_to_clean import LogToClean, SegmentInfo, cleanable_of
 
 
 class CompactionSegment(SegmentInfo, Protocol):
-    """A segment as the manager sees it; storage.log_segment.LogSegment satisfies this."""
+    """A segment as the filthiest-log choice sees it; storage.log_segment.LogSegment satisfies this."""
 
     @property
     def rolling_based_timestamp(self) -> int | None: ...

@@ -1,10 +1,10 @@
-"""Spec §2.2 partition selection: scenarios S2-S6, S37, S55 at the manager level."""
+"""Spec §2.2 partition selection: scenarios S2-S6, S37, S55 at the filthiest-log choice (cleaner/filthiest_log.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from minikafka.cleaner.manager import PartitionView, grab_filthiest_compacted_log
+from minikafka.cleaner.filthiest_log import PartitionView, grab_filthiest_compacted_log
 
 T0 = 1_700_000_000_000
 LONG_MAX = 2**63 - 1
