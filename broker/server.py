@@ -105,7 +105,8 @@ class KafkaServer:
             self.config.props, self.replica_manager, admin, self.clock
         )
         self.share_coordinator = ShareCoordinator.for_broker(
-            self.config.props, self.group_coordinator, self.replica_manager, admin, self.clock)
+            self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
+            admin, self.clock)
         self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
         self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()

@@ -189,8 +189,7 @@ def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator |
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     if status is not ErrorCode.NONE:
         return status, None
-    manager = ctx.group_coordinator.manager
-    if group_id in manager.consumer_groups or group_id in manager.groups:
+    if ctx.group_coordinator.manager.is_classic_or_consumer_group(group_id):
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     group = share.groups.get(group_id)
     if group is None:

@@ -30,7 +30,8 @@ from minikafka.storage.clock import Clock
 
 if TYPE_CHECKING:
     from minikafka.broker.admin_manager import AdminManager
-    from minikafka.broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.groups.group_metadata_manager import GroupMetadataManager
+    from minikafka.broker.groups.group_status import CoordinatorStatus
     from minikafka.broker.replica_manager import ReplicaManager
     from minikafka.broker.session import Session
     from minikafka.broker.share.share_state_store import ShareStateStore
@@ -47,13 +48,16 @@ class ShareCoordinator:
 
     def __init__(
         self,
-        group_coordinator: GroupCoordinator,
+        group_store: GroupMetadataManager,
+        group_status: CoordinatorStatus,
         replica_manager: ReplicaManager,
         store: ShareStateStore,
         broker_config: ShareGroupBrokerConfig,
         clock: Clock,
     ) -> None:
-        self.group_coordinator = group_coordinator
+        #: the group coordinator's `__consumer_offsets` store (share groups' records live there) and its status
+        self.group_store = group_store
+        self.group_status = group_status
         self.replica_manager = replica_manager
         self.broker_config = broker_config
         self.clock = clock
@@ -65,8 +69,8 @@ class ShareCoordinator:
 
     @classmethod
     def for_broker(
-        cls, props: Mapping[str, str], group_coordinator: GroupCoordinator, replica_manager: ReplicaManager,
-        admin: AdminManager, clock: Clock,
+        cls, props: Mapping[str, str], group_store: GroupMetadataManager, group_status: CoordinatorStatus,
+        replica_manager: ReplicaManager, admin: AdminManager, clock: Clock,
     ) -> ShareCoordinator:
         """The broker's share coordinator: `__share_group_state` in its own logs, `group.share.*` from `props`."""
         from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
@@ -77,7 +81,7 @@ class ShareCoordinator:
         state = ShareCoordinatorState(broker_config["share.coordinator.snapshot.update.records.per.snapshot"])
         store = ShareStateStore(ReplicaOffsetsTopic(replica_manager, admin, SHARE_GROUP_STATE_TOPIC), clock, state,
                                 broker_config["share.coordinator.state.topic.num.partitions"])
-        coordinator = cls(group_coordinator, replica_manager, store, broker_config, clock)
+        coordinator = cls(group_store, group_status, replica_manager, store, broker_config, clock)
         group_configs = admin.group_configs
 
         def apply(group_id: str) -> None:
@@ -90,7 +94,7 @@ class ShareCoordinator:
 
     @property
     def groups(self) -> dict[str, ShareGroup]:
-        return self.group_coordinator.manager.share_groups
+        return self.group_store.share_groups
 
     async def load_state(self) -> None:
         """Load `__share_group_state`, before the groups: until it is loaded, share partitions answer
@@ -167,10 +171,10 @@ class ShareCoordinator:
         client_host: str,
     ) -> ShareGroupHeartbeatResult:
         """Serve one heartbeat and persist what it changed; ShareGroupError with Kafka's code when refused."""
-        status = self.group_coordinator.validate_group_status(group_id)
+        status = self.group_status.validate(group_id)
         if status is not ErrorCode.NONE:
             raise ShareGroupError(status, status.name)
-        store = self.group_coordinator.manager
+        store = self.group_store
         await store.ensure_topic()
         if store.is_classic_or_consumer_group(group_id):
             raise ShareGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
@@ -205,7 +209,7 @@ class ShareCoordinator:
         records = records_between(before, group)  # type: ignore[arg-type]
         if not records:
             return ErrorCode.NONE
-        return self.group_coordinator.manager.append_records(group.group_id, records)
+        return self.group_store.append_records(group.group_id, records)
 
     # -- connections -----------------------------------------------------------------------------------------
     def on_disconnect(self, session: Session) -> None:
@@ -233,7 +237,7 @@ class ShareCoordinator:
             (TARGET_METADATA.encode_key(group_id=group_id), None),
             (GROUP_METADATA.encode_key(group_id=group_id), None),
         ]
-        error = self.group_coordinator.manager.append_records(group_id, tombstones)
+        error = self.group_store.append_records(group_id, tombstones)
         if error is ErrorCode.NONE:
             del self.groups[group_id]
             self.partitions.delete_group_state(group_id)
