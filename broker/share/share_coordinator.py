@@ -180,7 +180,6 @@ class ShareCoordinator:
             group = ShareGroup(group_id)
             self._apply_settings(group)
         before = None if created else snapshot(group)
-        was_member = member_id in group.members
         result = group.heartbeat(
             member_id,
             member_epoch,
@@ -196,8 +195,6 @@ class ShareCoordinator:
         error = self._persist(before, group)
         if error is not ErrorCode.NONE:
             raise ShareGroupError(error, "The coordinator could not persist the group.")
-        if was_member and member_id not in group.members:
-            self.partitions.on_member_left(group_id, member_id)
         self.arm_timer()
         return result
 
@@ -271,7 +268,5 @@ class ShareCoordinator:
             if expired:
                 log.info("share group %s: members %s left (session timeout)", group.group_id, expired)
                 self._persist(before, group)
-                for member_id in expired:
-                    self.partitions.on_member_left(group.group_id, member_id)
         self.partitions.expire_acquisition_locks()
         self.arm_timer()

@@ -299,10 +299,6 @@ class SharePartitionManager:
             if writes:
                 self._changed(share_partition, writes, start_before)
 
-    def on_member_left(self, group_id: str, member_id: str) -> None:
-        self.sessions.remove(group_id, member_id)
-        self.release_member(group_id, member_id)
-
     def on_group_config(self, group_id: str, config: ShareGroupConfig) -> None:
         for (group, _topic_id, _partition), share_partition in self.share_partitions.items():
             if group == group_id:
