@@ -151,6 +151,13 @@ class ShareCoordinator:
         group.heartbeat_interval_ms = settings.heartbeat_interval_ms
         group.max_size = self.broker_config["group.share.max.size"]
 
+    def subscribes(self, group_id: str, topic: str) -> bool:
+        """Whether a member of share group `group_id` subscribes to `topic`: Kafka's group coordinator initialises
+        a topic's share partitions (InitializeShareGroupState) only then, and a ShareFetch of any other partition
+        is refused (the share coordinator's "Read on uninitialized share partition")."""
+        group = self.groups.get(group_id)
+        return group is not None and any(topic in m.subscribed_topic_names for m in group.members.values())
+
     def topics_image(self) -> dict[str, tuple[uuid.UUID, int]]:
         return {name: (t.topic_id, t.num_partitions) for name, t in self.replica_manager.topics().items()}
 

@@ -35,7 +35,13 @@ from minikafka.broker.share.share_types import (
     ShareAcquireMode,
     ShareGroupConfig,
 )
-from minikafka.protocol.errors import ERROR_CLASSES, CoordinatorLoadInProgressError, ErrorCode, KafkaError
+from minikafka.protocol.errors import (
+    ERROR_CLASSES,
+    CoordinatorLoadInProgressError,
+    ErrorCode,
+    KafkaError,
+    UnknownServerError,
+)
 from minikafka.protocol.records import CONTROL_TYPE_ABORT, iter_batches, parse_control_record_type
 from minikafka.storage.clock import Clock
 
@@ -93,6 +99,8 @@ class SharePartitionManager:
         share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
                                          clock_ms=self.clock.time_ms)
         state = self.store.state.state(group_id, topic_id, partition)
+        if state is None and not self.coordinator.subscribes(group_id, topic):
+            raise UnknownServerError()  # as Kafka answers a partition its group coordinator never initialised
         resolved = UNINITIALIZED_START_OFFSET
         if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
             resolved = self._resolve_start_offset(config, topic, partition)
@@ -270,6 +278,10 @@ class SharePartitionManager:
         batches: Sequence[AcknowledgementBatch],
     ) -> tuple[ErrorCode, str | None]:
         """Apply one partition's acknowledgements and persist them before answering."""
+        if self.loaded and (group_id, topic_id, partition) not in self.share_partitions \
+                and self.store.state.state(group_id, topic_id, partition) is None:
+            # Kafka acknowledges in the share partitions it has in memory only; one never read has none
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         try:
             share_partition = await self.share_partition(group_id, topic, topic_id, partition)
             start_before = share_partition.start_offset
@@ -288,7 +300,8 @@ class SharePartitionManager:
     def release_member(
         self, group_id: str, member_id: str, partitions: Sequence[tuple[bytes, int]] | None = None
     ) -> None:
-        """The member closed its share session or left the group: its acquired records go back (persisted)."""
+        """The member closed its share session (epoch -1, or its connection closed): its acquired records go back
+        (persisted). Leaving the group does not release them, as in Kafka: their locks run out."""
         for (group, topic_id, partition), share_partition in self.share_partitions.items():
             if group != group_id:
                 continue

@@ -132,6 +132,26 @@ def test_member_ids_are_checked_for_their_form_only(target_bootstrap: str) -> No
         assert errors(share_fetch(client, group, "never-fetched", -1, tid)) == (ErrorCode.SHARE_SESSION_NOT_FOUND, [])
 
 
+def test_a_partition_the_group_never_subscribed_to_is_not_served(target_bootstrap: str) -> None:
+    """Kafka's group coordinator initialises a topic's share partitions when a member subscribes to the topic; a
+    ShareFetch of any other partition (another topic, or a group that does not exist) answers UNKNOWN_SERVER_ERROR
+    for it (Kafka after MaxWaitMs, minikafka at once) and acquires nothing, and a ShareAcknowledge of it
+    UNKNOWN_TOPIC_OR_PARTITION. Once a member subscribes, the partition is served."""
+    with WireClient(target_bootstrap) as client:
+        topic, group, _tid = share_group(client, target_bootstrap, "init-wire", 1)
+        other, _, other_id = share_group(client, target_bootstrap, "init-other", 2)
+        join(client, group, "member", topic)
+        # Kafka answers once its (asynchronous) initialisation failed: within the long poll
+        refused = (0, [(0, ErrorCode.UNKNOWN_SERVER_ERROR)])
+        assert errors(share_fetch(client, group, "member", 0, other_id, max_wait_ms=1500)) == refused
+        assert errors(share_fetch(client, f"no-{group}", "ghost", 0, other_id, max_wait_ms=1500)) == refused
+        assert errors(share_ack(client, f"no-{group}", "ghost", 1, other_id, [(0, 0, [ACCEPT])])) == (
+            0, [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
+        join(client, group, "other-member", other)
+        response, _ = fetch_until_acquired(client, group, "member", other_id, 1)
+        assert acquired(response) == [(0, 1, 1)]
+
+
 def test_leaving_the_group_keeps_the_share_session_and_its_locks(target_bootstrap: str) -> None:
     """A member's leave heartbeat (epoch -1) neither ends its share session nor releases what it acquired, as in
     Kafka (where the two live in different components): its acknowledgements on the session are applied, its final
