@@ -216,6 +216,26 @@ def test_a_lock_that_times_out_is_redelivered_to_another_consumer(target_bootstr
             consumer.close()
 
 
+def test_java_kafka_share_consumers_redeliver_a_lock_that_timed_out(target_bootstrap: str, java_client: None) -> None:
+    """The lock scenario with two kafka-clients 4.3.1 KafkaShareConsumers (tests/interop/java
+    ShareLockTimeoutClient): the holder keeps its records unacknowledged, the taker receives them with delivery
+    count 2 once the 2 s lock ran out, and nothing a third time."""
+    import subprocess
+
+    from tests.interop.java_client import LIB_DIR, ensure_built, parse_summary
+
+    topic, group = _share_group(target_bootstrap, "share-java-lock",
+                                **{"share.record.lock.duration.ms": str(LOCK_DURATION_MS)})
+    _produce(_producer(target_bootstrap), topic, [b"held", b"held-too"])
+    jar = ensure_built()
+    done = subprocess.run(["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", "minikafka.interop.ShareLockTimeoutClient",
+                           target_bootstrap, topic, group], capture_output=True, text=True, timeout=150)
+    summary = parse_summary(done, "Java share lock client")
+    assert summary["holder"] == [["held", 1], ["held-too", 1]]
+    assert [(value, count) for value, count, _ms in summary["taker"]] == [("held", 2), ("held-too", 2)]
+    assert min(ms for _value, _count, ms in summary["taker"]) >= LOCK_DURATION_MS - 500, summary
+
+
 @pytest.mark.parametrize("mode", ["explicit", "implicit"])
 def test_java_kafka_share_consumer(target_bootstrap: str, java_client: None, mode: str) -> None:
     """The same scenario with kafka-clients 4.3.1's KafkaShareConsumer (tests/interop/java ShareConsumerClient)."""
