@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
@@ -177,8 +178,9 @@ def test_leaving_the_group_keeps_the_share_session_and_its_locks(target_bootstra
 
 def test_describe_groups_and_list_groups_of_a_share_group(target_bootstrap: str) -> None:
     """DescribeGroups is the classic groups' API: v0-5 answer a share group (and an unknown group) as Dead with no
-    error, v6 (KIP-1043) with GROUP_ID_NOT_FOUND and Kafka's messages. ListGroups v5 lists the group with type and
-    protocol type "share", its type and state filters matched without regard to case."""
+    error, v6 (KIP-1043) with GROUP_ID_NOT_FOUND and Kafka's messages (a classic group is described as before).
+    ListGroups v5 lists the group with type and protocol type "share", its type and state filters matched without
+    regard to case."""
     with WireClient(target_bootstrap) as client:
         topic, group, _tid = share_group(client, target_bootstrap, "describe-wire", 0)
         join(client, group, "member", topic)
@@ -188,12 +190,17 @@ def test_describe_groups_and_list_groups_of_a_share_group(target_bootstrap: str)
             described = client.request(DescribeGroupsRequest[version](groups=[group, unknown], **extra)).groups
             assert [(g.error_code, g.group_id, g.group_state, g.protocol_type, g.protocol_data, g.members)
                     for g in described] == [(0, group, "Dead", "", "", []), (0, unknown, "Dead", "", "", [])], version
-        described = client.request(DescribeGroupsRequest[6](groups=[group, unknown],
-                                                            include_authorized_operations=True)).groups
-        assert [(g.error_code, g.error_message, g.group_state, g.protocol_type, g.members, g.authorized_operations)
-                for g in described] == [
-            (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a classic group.", "Dead", "", [], None),
-            (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {unknown} not found.", "Dead", "", [], None)]
+        classic = f"classic-{uuid.uuid4().hex[:8]}"  # a classic group holding committed offsets only
+        committer = Consumer({"bootstrap.servers": target_bootstrap, "group.id": classic})
+        committer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        committer.close()
+        described = client.request(DescribeGroupsRequest[6](groups=[group, unknown, classic],
+                                                            include_authorized_operations=False)).groups
+        assert [(g.error_code, g.error_message, g.group_state, g.protocol_type, g.members) for g in described] == [
+            (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a classic group.", "Dead", "", []),
+            (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {unknown} not found.", "Dead", "", []),
+            (ErrorCode.NONE, None, "Empty", "", [])]
+        assert [g.authorized_operations for g in described[:2]] == [None, None]
         for types, states, listed in ((["share"], [], True), (["SHARE"], ["stable"], True), (["consumer"], [], False),
                                       (["classic"], [], False), (["bogus"], [], False), ([], ["Empty"], False)):
             response = client.request(ListGroupsRequest[5](states_filter=states, types_filter=types))
