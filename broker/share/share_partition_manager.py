@@ -100,7 +100,9 @@ class SharePartitionManager:
                                          clock_ms=self.clock.time_ms)
         state = self.store.state.state(group_id, topic_id, partition)
         if state is None and not self.coordinator.subscribes(group_id, topic):
-            raise UnknownServerError()  # as Kafka answers a partition its group coordinator never initialised
+            # Kafka's code for a partition its group coordinator never initialised (its message is null)
+            raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: no member of "
+                                     f"share group {group_id} subscribes to {topic}.")
         resolved = UNINITIALIZED_START_OFFSET
         if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
             resolved = self._resolve_start_offset(config, topic, partition)
