@@ -154,7 +154,8 @@ class KafkaServer:
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
-            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator).register(self.admin_http)
+            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
+                    self.share_coordinator).register(self.admin_http)
             try:
                 await self.admin_http.start()
             except OSError as error:

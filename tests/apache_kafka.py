@@ -35,6 +35,7 @@ from tests.kafka_jars import (
 )
 
 __all__ = [
+    "SIDE_BY_SIDE_BROKER_PROPERTIES",
     "ApacheKafka",
     "DumpResult",
     "KafkaHarnessError",
@@ -45,6 +46,10 @@ __all__ = [
 ]
 
 LOOPBACK = "127.0.0.1"
+#: Broker settings both sides of a side-by-side test run with (the session's Apache Kafka, and the minikafka of a
+#: module that needs them): Kafka's lowest bound for a group's share.record.lock.duration.ms (1000 ms, the least
+#: group.share.min.record.lock.duration.ms takes; its default is 15000), so a test sees a lock expire in seconds.
+SIDE_BY_SIDE_BROKER_PROPERTIES = {"group.share.min.record.lock.duration.ms": "1000"}
 START_TIMEOUT_S = 120.0
 #: Starts tried when a port picked by `free_port` was taken by another process before the JVM bound it (parallel
 #: test workers start several brokers at once).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apache_kafka import ApacheKafka, KafkaHarnessError, ensure_kafka_jars
+from tests.apache_kafka import SIDE_BY_SIDE_BROKER_PROPERTIES, ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
 
 pytest_plugins = ["pytester", "tests.disk_faults"]  # disk_fault: the storage fault-injection seam
@@ -52,7 +52,8 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKaf
         lib_dir = ensure_kafka_jars()
     except KafkaHarnessError as exc:
         pytest.skip(f"Apache Kafka unavailable: {exc}")
-    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), lib_dir=lib_dir)
+    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), lib_dir=lib_dir,
+                        properties=SIDE_BY_SIDE_BROKER_PROPERTIES)
     kafka.start()
     try:
         yield kafka

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from html import escape
 from urllib.parse import urlencode
 
-from minikafka.broker.console.state import GroupLag, KeyLookup, PartitionView, SegmentView, TopicView
+from minikafka.broker.console.state import GroupLag, KeyLookup, PartitionView, SegmentView, ShareGroupView, TopicView
 
 #: a page from a topic view and the time it shows ("now")
 TopicRenderer = Callable[[TopicView, int], bytes]
@@ -75,7 +75,8 @@ def page(title: str, body: str, *, script: bool = False) -> bytes:
     ).encode()
 
 
-def front_page(topics: list[TopicView], groups: list[GroupLag], now_ms: int) -> bytes:
+def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: list[ShareGroupView],
+               now_ms: int) -> bytes:
     rows = []
     for topic in topics:
         status = escape(topic.status) if topic.compacted else '<span class="muted">&#8211;</span>'
@@ -99,11 +100,33 @@ def front_page(topics: list[TopicView], groups: list[GroupLag], now_ms: int) -> 
     group_table = (
         "<table id=groups><thead><tr><th>group</th><th>type</th><th>state</th><th>lag</th><th>per partition</th>"
         "</tr></thead><tbody>"
-        + ("".join(group_rows) or "<tr><td colspan=5 class=muted>no consumer groups</td></tr>") + "</tbody></table>"
-        '<p class="muted small">Share groups (KIP-932) are not implemented by minikafka, so none are listed.</p>')
+        + ("".join(group_rows) or "<tr><td colspan=5 class=muted>no consumer groups</td></tr>") + "</tbody></table>")
     body = (f"<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
+            f"<h1>Share groups</h1>{_share_group_table(share_groups)}"
             f'<p class="muted small">as of {_time(now_ms)}</p>')
     return page("topics", body)
+
+
+def _share_group_table(share_groups: list[ShareGroupView]) -> str:
+    rows = []
+    for group in share_groups:
+        members = ", ".join(f'<span title="{escape(member_id)}">{escape(client_id or member_id)}@{escape(host)}'
+                            "</span>" for member_id, client_id, host in group.members) or "none"
+        detail = ", ".join(
+            f"{escape(topic)}-{partition}: start {start:,}, {in_flight:,} in flight, {archived:,} archived"
+            for topic, partition, start, in_flight, archived in group.partitions) or "not read yet"
+        css = "warn" if group.archived else ""
+        rows.append(
+            f'<tr data-share-group="{escape(group.group_id)}"><td>{escape(group.group_id)}</td>'
+            f"<td>{escape(group.state)}</td><td class='num members'>{len(group.members)}</td>"
+            f"<td class=small>{members}</td><td class='num in-flight'>{group.in_flight:,}</td>"
+            f"<td class='num archived {css}'>{group.archived:,}</td><td class=small>{detail}</td></tr>")
+    return (
+        "<table id=share-groups><thead><tr><th>group</th><th>state</th><th>members</th><th>clients</th>"
+        "<th title='available or acquired records between the share-partition start offset and its end'>in flight"
+        "</th><th title='rejected, over share.delivery.count.limit, or aborted (read_committed)'>archived</th>"
+        "<th>per partition</th></tr></thead><tbody>"
+        + ("".join(rows) or "<tr><td colspan=7 class=muted>no share groups</td></tr>") + "</tbody></table>")
 
 
 def _status_class(status: str) -> str:

@@ -1,7 +1,8 @@
-"""`Console`: the console's routes on the admin HTTP server — `/` (topics and consumer groups), `/topic?name=T`
-(partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes every second),
-`/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value only for
-`show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build step.
+"""`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups),
+`/topic?name=T` (partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes
+every second), `/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value
+only for `show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build
+step.
 
 The console has no authentication of its own: AdminHttpServer guards every path but `/metrics` with the `/admin/*`
 rules (Basic credentials and a DESCRIBE-on-cluster ACL once security is configured; loopback only without it).
@@ -16,9 +17,10 @@ from importlib.resources import files
 
 from minikafka.broker.admin_http import AdminHttpServer
 from minikafka.broker.console import pages
-from minikafka.broker.console.state import ConsoleState, group_lags
+from minikafka.broker.console.state import ConsoleState, group_lags, share_group_views
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import parse_key
+from minikafka.broker.share.share_coordinator import ShareCoordinator
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.clock import Clock
 from minikafka.storage.log_manager import LogManager
@@ -34,15 +36,17 @@ def _first(query: dict[str, list[str]], name: str) -> str | None:
 
 
 class Console:
-    """Registers and serves the console pages; `group_coordinator` is read when a page asks (it is created
-    after the admin port starts)."""
+    """Registers and serves the console pages; `group_coordinator` and `share_coordinator` are read when a page
+    asks."""
 
     def __init__(self, log_manager: LogManager, log_cleaner: LogCleaner, clock: Clock,
-                 group_coordinator: GroupCoordinator | None = None) -> None:
+                 group_coordinator: GroupCoordinator | None = None,
+                 share_coordinator: ShareCoordinator | None = None) -> None:
         self.state = ConsoleState(log_manager, log_cleaner)
         self.log_manager = log_manager
         self.clock = clock
         self.group_coordinator = group_coordinator
+        self.share_coordinator = share_coordinator
         self._static = {name: files("minikafka.broker.console").joinpath("static", name).read_bytes()
                         for name in STATIC_TYPES}
 
@@ -61,7 +65,8 @@ class Console:
         now_ms = self.clock.time_ms()
         topics = await asyncio.to_thread(self.state.topic_views, now_ms)
         groups = group_lags(self.group_coordinator, self.log_manager)
-        return 200, HTML, pages.front_page(topics, groups, now_ms)
+        share_groups = share_group_views(self.share_coordinator)
+        return 200, HTML, pages.front_page(topics, groups, share_groups, now_ms)
 
     async def topic(self, query: dict[str, list[str]]) -> Reply:
         return await self._topic(query, pages.topic_page)

@@ -3,7 +3,8 @@ consumer groups with their lag, a topic's partitions and segments as the cleaner
 
 Plain dataclasses, no HTML (broker/console/pages.py renders them). `topic_views`, `topic_detail` and `key_lookup` read
 logs, the cleaner checkpoint and files: call them in a worker thread (the logs and the cleaner are thread-safe).
-`group_lags` reads the group coordinator's maps, which only the event loop may touch: call it on the loop.
+`group_lags` and `share_group_views` read the group and share coordinators' maps, which only the event loop may
+touch: call them on the loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import KeyRecord, default_partition, scan_partition_dir
+from minikafka.broker.share.share_coordinator import ShareCoordinator
+from minikafka.broker.share.share_metrics import record_counts
 from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.log_manager import LogManager
@@ -78,6 +81,19 @@ class GroupLag:
     state: str
     lag: int
     partitions: list[tuple[str, int, int, int]]  # (topic, partition, committed offset, lag)
+
+
+@dataclass(frozen=True)
+class ShareGroupView:
+    """A share group (KIP-932): its members and, per share partition this broker has loaded, the records in flight
+    (available or acquired) and archived between the share-partition start offset and its end."""
+
+    group_id: str
+    state: str
+    members: list[tuple[str, str, str]]  # (member id, client id, client host)
+    in_flight: int
+    archived: int
+    partitions: list[tuple[str, int, int, int, int]]  # (topic, partition, start offset, in flight, archived)
 
 
 @dataclass(frozen=True)
@@ -236,6 +252,26 @@ def group_lags(coordinator: GroupCoordinator | None, log_manager: LogManager) ->
             rows.append((topic, partition, committed.offset, max(end - committed.offset, 0)))
         lags.append(GroupLag(group_id, group_type, state, sum(row[3] for row in rows), rows))
     return lags
+
+
+def share_group_views(share: ShareCoordinator | None) -> list[ShareGroupView]:
+    """Every share group with its members and record counts (the minikafka_share_group_records gauge's). Event
+    loop only."""
+    if share is None:
+        return []
+    names = {topic_id: name for name, (topic_id, _count) in share.topics_image().items()}
+    partitions: dict[str, list[tuple[str, int, int, int, int]]] = {}
+    for (group_id, topic_id, partition), share_partition in share.partitions.share_partitions.items():
+        in_flight, archived = record_counts(share_partition)
+        partitions.setdefault(group_id, []).append(
+            (names.get(topic_id, str(topic_id)), partition, share_partition.start_offset, in_flight, archived))
+    views = []
+    for group_id, group in sorted(share.groups.items()):
+        rows = sorted(partitions.get(group_id, []))
+        members = sorted((m.member_id, m.client_id, m.client_host) for m in group.members.values())
+        views.append(ShareGroupView(group_id, group.state.value, members, sum(r[3] for r in rows),
+                                    sum(r[4] for r in rows), rows))
+    return views
 
 
 def _compaction_status(partitions: list[PartitionView], min_ratio: float, now_ms: int) -> str:

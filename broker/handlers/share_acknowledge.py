@@ -2,7 +2,8 @@
 from v2) records it acquired, without fetching. The session epoch must be the session's current one (or -1, which
 closes the session and releases what the member still holds once its acknowledgements are applied); errors of the
 session are top-level, errors of one partition's acknowledgements are that partition's, as in Kafka's
-handleShareAcknowledgeRequest. READ on the group and on each topic."""
+handleShareAcknowledgeRequest. READ on the group and on each topic; a member id of 1 to 36 characters (else
+INVALID_REQUEST), not checked against the group's members, as in Kafka."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from collections import defaultdict
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.handlers.share_acknowledgements import acknowledge, current_leader, request_partitions
+from minikafka.broker.handlers.share_acknowledgements import (
+    INVALID_MEMBER_ID_MESSAGE,
+    acknowledge,
+    current_leader,
+    request_partitions,
+    valid_member_id,
+)
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_session_cache import FINAL_EPOCH, ShareSessionError
@@ -29,6 +36,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         return _error(cls, ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
     if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(cls, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    if not valid_member_id(request.member_id):
+        return _error(cls, ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID_MESSAGE)
     try:
         share.partitions.sessions.acknowledge_session_update(request.group_id, request.member_id,
                                                             request.share_session_epoch)

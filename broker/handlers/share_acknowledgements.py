@@ -21,6 +21,15 @@ from minikafka.protocol.errors import ErrorCode
 
 #: ShareFetch/ShareAcknowledge v2 added RENEW (KIP-1222).
 RENEW_VERSION = 2
+#: Kafka's KafkaApis.isMemberIdValid: a share member id (the client's UUID) is 1 to 36 characters.
+MAX_MEMBER_ID_CHARS = 36
+INVALID_MEMBER_ID_MESSAGE = "Invalid member id in the request."
+
+
+def valid_member_id(member_id: str | None) -> bool:
+    """Kafka's only check of a ShareFetch/ShareAcknowledge member id: its form. Whether the share group knows the
+    member is not asked (a member that left or never joined fetches and acknowledges on its share session)."""
+    return member_id is not None and 0 < len(member_id) <= MAX_MEMBER_ID_CHARS
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """ShareFetch (key 78), v1-2 (KIP-932): a share-group member fetches records it acquires for
 `share.record.lock.duration.ms`, acknowledging earlier ones on the way, within a share session.
 
-As Kafka's handleShareFetchRequest: READ on the group (top-level GROUP_AUTHORIZATION_FAILED), the share session
+As Kafka's handleShareFetchRequest: READ on the group (top-level GROUP_AUTHORIZATION_FAILED), a member id of 1 to 36
+characters (else INVALID_REQUEST; whether the group knows the member is not checked, as in Kafka), the share session
 first (epoch 0 opens it — acknowledgements then are INVALID_REQUEST —, -1 closes it: acknowledgements are applied,
 the member's acquired records released, nothing fetched; session errors are top-level), then the piggybacked
 acknowledgements (per partition: AcknowledgeErrorCode), then the fetch over the session's partitions: unknown topic
@@ -18,10 +19,12 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.share_acknowledgements import (
+    INVALID_MEMBER_ID_MESSAGE,
     RequestPartition,
     acknowledge,
     current_leader,
     request_partitions,
+    valid_member_id,
 )
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
@@ -44,8 +47,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     group_id, member_id = request.group_id, request.member_id
     if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, group_id):
         return _error(cls, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-    if not member_id:
-        return _error(cls, ErrorCode.INVALID_REQUEST, "Member id is empty.")
+    if not valid_member_id(member_id):
+        return _error(cls, ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID_MESSAGE)
     requested = request_partitions(ctx, session, request.topics)
     forgotten = [(t.topic_id.bytes, p) for t in (request.forgotten_topics_data or ()) for p in t.partitions]
     has_acks = any(p.batches for p in requested)

@@ -155,6 +155,13 @@ class ShareCoordinator:
         group.heartbeat_interval_ms = settings.heartbeat_interval_ms
         group.max_size = self.broker_config["group.share.max.size"]
 
+    def subscribes(self, group_id: str, topic: str) -> bool:
+        """Whether a member of share group `group_id` subscribes to `topic`: Kafka's group coordinator initialises
+        a topic's share partitions (InitializeShareGroupState) only then, and a ShareFetch of any other partition
+        is refused (the share coordinator's "Read on uninitialized share partition")."""
+        group = self.groups.get(group_id)
+        return group is not None and any(topic in m.subscribed_topic_names for m in group.members.values())
+
     def topics_image(self) -> dict[str, tuple[uuid.UUID, int]]:
         return {name: (t.topic_id, t.num_partitions) for name, t in self.replica_manager.topics().items()}
 
@@ -184,7 +191,6 @@ class ShareCoordinator:
             group = ShareGroup(group_id)
             self._apply_settings(group)
         before = None if created else snapshot(group)
-        was_member = member_id in group.members
         result = group.heartbeat(
             member_id,
             member_epoch,
@@ -200,8 +206,6 @@ class ShareCoordinator:
         error = self._persist(before, group)
         if error is not ErrorCode.NONE:
             raise ShareGroupError(error, "The coordinator could not persist the group.")
-        if was_member and member_id not in group.members:
-            self.partitions.on_member_left(group_id, member_id)
         self.arm_timer()
         return result
 
@@ -275,7 +279,5 @@ class ShareCoordinator:
             if expired:
                 log.info("share group %s: members %s left (session timeout)", group.group_id, expired)
                 self._persist(before, group)
-                for member_id in expired:
-                    self.partitions.on_member_left(group.group_id, member_id)
         self.partitions.expire_acquisition_locks()
         self.arm_timer()

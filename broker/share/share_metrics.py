@@ -13,9 +13,17 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from minikafka.broker.share.share_coordinator import ShareCoordinator
+from minikafka.broker.share.share_partition import SharePartition
 from minikafka.broker.share.share_types import RecordState
 
-__all__ = ["ShareGroupCollector"]
+__all__ = ["ShareGroupCollector", "record_counts"]
+
+
+def record_counts(share_partition: SharePartition) -> tuple[int, int]:
+    """(in flight, archived) records between a share partition's start and end offsets: in flight is available or
+    acquired, archived is rejected, over the delivery limit or aborted."""
+    states = [state for view in share_partition.in_flight_batches() for state, _count, _member in view.states]
+    return sum(1 for state in states if not state.terminal), sum(1 for state in states if state is RecordState.ARCHIVED)
 
 
 class ShareGroupCollector(Collector):
@@ -43,8 +51,7 @@ class ShareGroupCollector(Collector):
         totals: dict[str, dict[str, int]] = {}
         for (group_id, _topic_id, partition), share_partition in sorted(manager.share_partitions.items(), key=str):
             views = share_partition.in_flight_batches()
-            in_flight = sum(1 for v in views for state, _count, _member in v.states if not state.terminal)
-            archived = sum(1 for v in views for state, _count, _member in v.states if state is RecordState.ARCHIVED)
+            in_flight, archived = record_counts(share_partition)
             topic = names.get(share_partition.topic_id, "")
             messages.add_metric([group_id, topic, str(partition)], in_flight)
             batches.add_metric([group_id, topic, str(partition)], len(views))

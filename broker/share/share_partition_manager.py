@@ -35,7 +35,13 @@ from minikafka.broker.share.share_types import (
     ShareAcquireMode,
     ShareGroupConfig,
 )
-from minikafka.protocol.errors import ERROR_CLASSES, CoordinatorLoadInProgressError, ErrorCode, KafkaError
+from minikafka.protocol.errors import (
+    ERROR_CLASSES,
+    CoordinatorLoadInProgressError,
+    ErrorCode,
+    KafkaError,
+    UnknownServerError,
+)
 from minikafka.protocol.records import CONTROL_TYPE_ABORT, iter_batches, parse_control_record_type
 from minikafka.storage.clock import Clock
 
@@ -93,6 +99,10 @@ class SharePartitionManager:
         share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
                                          clock_ms=self.clock.time_ms)
         state = self.store.state.state(group_id, topic_id, partition)
+        if state is None and not self.coordinator.subscribes(group_id, topic):
+            # Kafka's code for a partition its group coordinator never initialised (its message is null)
+            raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: no member of "
+                                     f"share group {group_id} subscribes to {topic}.")
         resolved = UNINITIALIZED_START_OFFSET
         if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
             resolved = self._resolve_start_offset(config, topic, partition)
@@ -270,6 +280,10 @@ class SharePartitionManager:
         batches: Sequence[AcknowledgementBatch],
     ) -> tuple[ErrorCode, str | None]:
         """Apply one partition's acknowledgements and persist them before answering."""
+        if self.loaded and (group_id, topic_id, partition) not in self.share_partitions \
+                and self.store.state.state(group_id, topic_id, partition) is None:
+            # Kafka acknowledges in the share partitions it has in memory only; one never read has none
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         try:
             share_partition = await self.share_partition(group_id, topic, topic_id, partition)
             start_before = share_partition.start_offset
@@ -288,7 +302,8 @@ class SharePartitionManager:
     def release_member(
         self, group_id: str, member_id: str, partitions: Sequence[tuple[bytes, int]] | None = None
     ) -> None:
-        """The member closed its share session or left the group: its acquired records go back (persisted)."""
+        """The member closed its share session (epoch -1, or its connection closed): its acquired records go back
+        (persisted). Leaving the group does not release them, as in Kafka: their locks run out."""
         for (group, topic_id, partition), share_partition in self.share_partitions.items():
             if group != group_id:
                 continue
@@ -298,10 +313,6 @@ class SharePartitionManager:
             writes = share_partition.release_acquired_records(member_id)
             if writes:
                 self._changed(share_partition, writes, start_before)
-
-    def on_member_left(self, group_id: str, member_id: str) -> None:
-        self.sessions.remove(group_id, member_id)
-        self.release_member(group_id, member_id)
 
     def on_group_config(self, group_id: str, config: ShareGroupConfig) -> None:
         for (group, _topic_id, _partition), share_partition in self.share_partitions.items():

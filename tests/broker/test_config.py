@@ -53,12 +53,27 @@ def test_server_properties_is_a_valid_configuration() -> None:
         ("log.segment.bytes", "10", "at least 14"),
         ("auto.create.topics.enable", "maybe", "either true or false"),
         ("log.cleaner.threads", "-1", "at least 0"),
+        # Kafka 4.3.1's ShareGroupConfig ranges for the lock duration a share-group test lowers
+        ("group.share.min.record.lock.duration.ms", "999", "Value must be at least 1000"),
+        ("group.share.min.record.lock.duration.ms", "30001", "Value must be no more than 30000"),
+        ("group.share.record.lock.duration.ms", "500", "Value must be at least 1000"),
+        ("group.share.max.record.lock.duration.ms", "29999", "Value must be at least 30000"),
     ],
 )
 def test_bad_value_names_key_value_and_rule(key: str, value: str, rule: str) -> None:
     with pytest.raises(InvalidConfigError) as info:
         KafkaConfig({key: value})
     assert key in info.value.message and value in info.value.message and rule in info.value.message
+
+
+def test_share_lock_durations_keep_kafkas_order() -> None:
+    """ShareGroupConfig's cross-checks: min <= lock duration <= max; lowering both to 1000 ms is valid."""
+    KafkaConfig({"group.share.min.record.lock.duration.ms": "1000", "group.share.record.lock.duration.ms": "1000"})
+    with pytest.raises(InvalidConfigError) as info:
+        KafkaConfig({"group.share.min.record.lock.duration.ms": "20000",
+                     "group.share.record.lock.duration.ms": "15000"})
+    assert info.value.message == ("group.share.record.lock.duration.ms must be greater than or equal to "
+                                  "group.share.min.record.lock.duration.ms")
 
 
 def test_broker_refuses_to_start_on_a_bad_value(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ One broker whose cleaner only runs when asked (a long backoff; `POST /admin/comp
 about 1.5 KiB so a topic has several, and `.deleted` segments unlinked at once. The front page lists the compacted
 topic; its page shows the partition's end offset and checkpoint and draws its segments; the drawing changes, without
 a reload, after a cleaning round; the key lookup finds the key's offsets before and after compaction and shows a value
-only on a click. A second broker with security configured refuses the console without credentials.
+only on a click; a share group is listed with its member and its records in flight and archived. A second broker
+with security configured refuses the console without credentials.
 """
 
 from __future__ import annotations
@@ -151,6 +152,47 @@ def test_the_console_shows_a_compacted_topic_and_follows_a_cleaning_round(kafka:
     browser.get(f"{kafka.admin_url}/key?topic={topic}&key_hex={b'user-3'.hex()}")
     assert [int(r.get_attribute("data-offset")) for r in
             browser.find_elements(By.CSS_SELECTOR, "#key-records tr[data-offset]")] == [user_3[-1]]
+
+
+def test_the_front_page_lists_share_groups_with_members_and_records(kafka: MiniKafka, browser: Any) -> None:
+    """A share group (KIP-932) with one ShareConsumer that accepted offset 0, holds offset 1 unacknowledged and
+    rejected offset 2: the front page lists it Stable with its member, the share-partition start offset 1, one record
+    in flight and one archived (the minikafka_share_group_records gauge's counts)."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from selenium.webdriver.common.by import By
+
+    topic, group = f"jobs-{uuid.uuid4().hex[:6]}", f"workers-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                  incremental_configs=[earliest])]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    for value in (b"accepted", b"held", b"rejected"):
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+    worker = ShareConsumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+                            "client.id": "worker-1", "share.acknowledgement.mode": "explicit"})
+    worker.subscribe([topic])
+    try:
+        received = []
+        for _ in range(40):
+            received += [m for m in worker.poll(0.5) if m.error() is None]
+            if len(received) == 3:
+                break
+        assert [m.value() for m in received] == [b"accepted", b"held", b"rejected"]
+        worker.acknowledge(received[0], AcknowledgeType.ACCEPT)
+        worker.acknowledge(received[2], AcknowledgeType.REJECT)
+        worker.commit_sync()
+        browser.get(kafka.admin_url + "/")
+        row = browser.find_element(By.CSS_SELECTOR, f'#share-groups tr[data-share-group="{group}"]')
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[:3] == [group, "Stable", "1"] and cells[3].startswith("worker-1@"), cells
+        assert cells[4:] == ["1", "1", f"{topic}-0: start 1, 1 in flight, 1 archived"], cells
+    finally:
+        worker.close()
 
 
 @pytest.fixture(scope="module")

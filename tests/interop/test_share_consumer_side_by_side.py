@@ -1,8 +1,9 @@
 """confluent-kafka's ShareConsumer (KIP-932, librdkafka 2.15+) against Apache Kafka 4.3.1 and minikafka with the same
 scenarios and the same outcomes: implicit acknowledgement; explicit ACCEPT, RELEASE (redelivered with a higher
 delivery count) and REJECT (archived, never redelivered); a new member of a fully acknowledged group receives
-nothing; two consumers share one partition, each record delivered to exactly one of them; the delivery limit;
-`share.isolation.level=read_committed` skipping aborted transactions.
+nothing; two consumers share one partition, each record delivered to exactly one of them; a lock that times out is
+redelivered to another consumer; the delivery limit; `share.isolation.level=read_committed` skipping aborted
+transactions.
 
 Each scenario first sets its group's `share.auto.offset.reset=earliest` with the AdminClient's
 incremental_alter_configs on a GROUP resource, as Kafka's own client tests do, so records produced before the
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.apache_kafka import SIDE_BY_SIDE_BROKER_PROPERTIES
 from tests.broker_process import BrokerProcess
 from tests.integration.client_drivers import create_topic
 
@@ -28,8 +30,8 @@ pytestmark = pytest.mark.interop
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One minikafka for the module (`target_bootstrap` asks for `broker`): every scenario has its own topic and
-    group."""
-    process = BrokerProcess(tmp_path_factory.mktemp("minikafka-share"))
+    group. It runs with the session Apache Kafka's settings (a 1000 ms lower bound for lock durations)."""
+    process = BrokerProcess(tmp_path_factory.mktemp("minikafka-share"), dict(SIDE_BY_SIDE_BROKER_PROPERTIES))
     process.start()
     try:
         yield process
@@ -171,6 +173,67 @@ def test_two_consumers_share_one_partition(target_bootstrap: str) -> None:
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+LOCK_DURATION_MS = 2000
+
+
+def test_a_lock_that_times_out_is_redelivered_to_another_consumer(target_bootstrap: str) -> None:
+    """`share.record.lock.duration.ms=2000`: consumer A takes both records (explicit mode) and neither acknowledges
+    nor polls again; when the lock runs out the broker makes them available again, and consumer B of the same group
+    receives them with delivery count 2 — not before the lock ran out. A's next poll is refused by the client (its
+    records are unacknowledged) and nothing is delivered a third time once B accepted."""
+    from confluent_kafka import AcknowledgeType, IllegalStateException
+
+    topic, group = _share_group(target_bootstrap, "share-lock",
+                                **{"share.record.lock.duration.ms": str(LOCK_DURATION_MS)})
+    _produce(_producer(target_bootstrap), topic, [b"held", b"held-too"])
+    holder, taker = (_consumer(target_bootstrap, group, "explicit") for _ in range(2))
+    holder.subscribe([topic])
+    try:
+        held: list[tuple[bytes, int]] = []
+        deadline = time.monotonic() + 30
+        while len(held) < 2 and time.monotonic() < deadline:
+            held += [(m.value(), m.delivery_count()) for m in holder.poll(0.5) if m.error() is None]
+        held_at = time.monotonic()
+        assert held == [(b"held", 1), (b"held-too", 1)]
+        taker.subscribe([topic])
+        taken: list[tuple[bytes, int, float]] = []
+        quiet_until = time.monotonic() + 30
+        while time.monotonic() < quiet_until:
+            for message in taker.poll(0.5):
+                assert message.error() is None, message.error()
+                taken.append((message.value(), message.delivery_count(), time.monotonic() - held_at))
+                taker.acknowledge(message, AcknowledgeType.ACCEPT)
+                quiet_until = time.monotonic() + 3  # a third delivery would come now
+            taker.commit_sync()
+        assert [(value, count) for value, count, _ in taken] == [(b"held", 2), (b"held-too", 2)]
+        assert min(after_s for _, _, after_s in taken) >= LOCK_DURATION_MS / 1000 - 0.5, taken
+        with pytest.raises(IllegalStateException):
+            holder.poll(0.5)
+    finally:
+        for consumer in (holder, taker):
+            consumer.close()
+
+
+def test_java_kafka_share_consumers_redeliver_a_lock_that_timed_out(target_bootstrap: str, java_client: None) -> None:
+    """The lock scenario with two kafka-clients 4.3.1 KafkaShareConsumers (tests/interop/java
+    ShareLockTimeoutClient): the holder keeps its records unacknowledged, the taker receives them with delivery
+    count 2 once the 2 s lock ran out, and nothing a third time."""
+    import subprocess
+
+    from tests.interop.java_client import LIB_DIR, ensure_built, parse_summary
+
+    topic, group = _share_group(target_bootstrap, "share-java-lock",
+                                **{"share.record.lock.duration.ms": str(LOCK_DURATION_MS)})
+    _produce(_producer(target_bootstrap), topic, [b"held", b"held-too"])
+    jar = ensure_built()
+    done = subprocess.run(["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", "minikafka.interop.ShareLockTimeoutClient",
+                           target_bootstrap, topic, group], capture_output=True, text=True, timeout=150)
+    summary = parse_summary(done, "Java share lock client")
+    assert summary["holder"] == [["held", 1], ["held-too", 1]]
+    assert [(value, count) for value, count, _ms in summary["taker"]] == [("held", 2), ("held-too", 2)]
+    assert min(ms for _value, _count, ms in summary["taker"]) >= LOCK_DURATION_MS - 500, summary
 
 
 @pytest.mark.parametrize("mode", ["explicit", "implicit"])

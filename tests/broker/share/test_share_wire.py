@@ -251,3 +251,35 @@ def test_share_metrics_count_sessions_in_flight_and_archived_records() -> None:
                         (("group", "g6"), ("partition", "0"), ("topic", "q6")))] == 2
         assert samples[("minikafka_share_group_records", (("group", "g6"), ("state", "archived")))] == 1
         assert samples[("minikafka_share_group_records", (("group", "g6"), ("state", "in_flight")))] == 2
+
+
+def test_member_ids_sessions_and_uninitialised_partitions_as_kafka_answers(broker: BrokerProcess) -> None:
+    # Kafka 4.3.1's answers (tests/interop/test_share_wire_side_by_side.py): only the member id's form is checked
+    # (KafkaApis.isMemberIdValid), never the group's membership; leaving the group keeps the share session; a
+    # partition of a topic no member subscribes to was never initialised and is not served.
+    with WireClient(broker.bootstrap) as client:
+        create_topic(client, "q7")
+        create_topic(client, "q7-other")
+        tid, other_id = topic_id(client, "q7"), topic_id(client, "q7-other")
+        join(client, "g7", "m", "q7")
+        share_fetch(client, "g7", "m", 0, tid)
+        produce_records(client, "q7", 2)
+        for bad in ("", "m" * 37):
+            refused = share_fetch(client, "g7", bad, 0, tid)
+            assert (refused.error_code, refused.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                                   "Invalid member id in the request.")
+            assert share_ack(client, "g7", bad, 1, tid, [(0, 0, [ACCEPT])]).error_code == ErrorCode.INVALID_REQUEST
+        stranger = "s" * 36  # never sent a heartbeat: served all the same
+        assert acquired(share_fetch(client, "g7", stranger, 0, tid, max_wait_ms=2000)) == [(0, 1, 1)]
+        assert share_ack(client, "g7", "m", 1, tid, [(0, 0, [ACCEPT])]).responses[0].partitions[0].error_code == \
+            ErrorCode.INVALID_RECORD_STATE  # "Member is not the owner of offset"
+        assert heartbeat(client, "g7", stranger, 0, ["q7"]).error_code == ErrorCode.NONE
+        assert heartbeat(client, "g7", stranger, -1, None).error_code == ErrorCode.NONE  # leaves the group ...
+        accepted = share_ack(client, "g7", stranger, 1, tid, [(0, 1, [ACCEPT])])  # ... not its share session
+        assert (accepted.error_code, accepted.responses[0].partitions[0].error_code) == (0, 0)
+        assert share_ack(client, "g7", stranger, -1, tid, []).error_code == ErrorCode.NONE
+        unread = share_fetch(client, "g7", "m", 2, other_id)
+        assert unread.error_code == ErrorCode.NONE
+        assert [p.error_code for t in unread.responses for p in t.partitions] == [ErrorCode.UNKNOWN_SERVER_ERROR]
+        unacked = share_ack(client, "g7", "m", 3, other_id, [(0, 0, [ACCEPT])])
+        assert unacked.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
