@@ -85,6 +85,10 @@ class ClientMetricsConfigs:
     def configs(self, name: str) -> dict[str, str]:
         return dict(self._subscriptions.get(name, {}))
 
+    def names(self) -> list[str]:
+        """The subscriptions that have configs (Kafka's ClientMetricsManager.listClientMetricsResources)."""
+        return sorted(self._subscriptions)
+
     def describe(self, name: str) -> list[ConfigEntry]:
         """ConfigHelper.createClientMetricsConfigEntry: every key, its value set or default, source 7 or 5."""
         if not name:

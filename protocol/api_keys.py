@@ -10,6 +10,7 @@ incremental fetch sessions (KIP-227) and, from v13, topic ids (KIP-516). The adm
 The transaction APIs use Kafka 4.x's ranges for transaction version 2 (KIP-890 part 2): Produce to v12 (v12:
 the first transactional batch adds its partition), EndTxn v5 (epoch bump per transaction), TxnOffsetCommit v5,
 AddPartitionsToTxn v4-5 (the broker's batched verify/add form); Produce v13 (topic ids) is not served.
+ListConfigResources (74) is 0-1 (v0 was ListClientMetricsResources, v1 lists every config resource type).
 GetTelemetrySubscriptions/PushTelemetry (71/72) are absent on purpose: Apache Kafka 4.x advertises them only
 when a client-telemetry receiver plugin is configured, so clients never send them here.
 """
@@ -67,6 +68,7 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
@@ -126,6 +128,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    # v0 was ListClientMetricsResources; v1 (KIP-1142) lists every config resource type, as Kafka 4.3.1
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     # KIP-932 share groups, as Apache Kafka 4.3.1 advertises them
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),

@@ -308,6 +308,8 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
                 {"resource_type": kind, "resource_name": name, "configuration_keys": None}
                 for kind, name in ((TOPIC, "az-open"), (TOPIC, "az-secret"), (TOPIC, "az-ghost"), (4, "1"))]
             ).results]),
+        ("list config resources", lambda c: [send(c, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[4, 8]),
+                                             send(c, ApiKey.LIST_CONFIG_RESOURCES, 0).error_code]),
         ("alter configs", lambda c: send(c, ApiKey.ALTER_CONFIGS, 2, validate_only=True,
                                          resources=config_resources(TOPIC, ["az-open", "az-secret"]))),
         ("incremental alter configs", lambda c: send(
@@ -428,7 +430,7 @@ def covered_api_keys() -> set[ApiKey]:
             ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_PRODUCERS, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,  # every login
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-            ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.LIST_CONFIG_RESOURCES,
             ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,  # "share group"
             ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
             ApiKey.DELETE_SHARE_GROUP_OFFSETS}

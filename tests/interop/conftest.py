@@ -1,4 +1,5 @@
-"""Fixtures for interop tests: the Java and kafkajs client programs, and Apache Kafka's jars for its CLI tools.
+"""Fixtures for interop tests: the Java and kafkajs client programs, Apache Kafka's jars for its CLI tools, and one
+warm JVM per test module running kafka-configs (`kafka_configs_tool`).
 
 Apache Kafka itself (`apache_kafka`) and the `target`/`target_bootstrap` switch live in tests/conftest.py, shared
 with the Spark tests under tests/pipeline/.
@@ -6,6 +7,7 @@ with the Spark tests under tests/pipeline/.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from tests.interop.java_client import ClientUnavailableError
 from tests.interop.java_client import ensure_built as ensure_java_client
 from tests.interop.kafkajs_client import ensure_installed as ensure_kafkajs_client
+from tests.interop.tool_batch import CONFIG_COMMAND, ToolBatch
 from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 
 
@@ -39,3 +42,11 @@ def kafka_lib_dir() -> Path:
         return ensure_kafka_jars()
     except KafkaHarnessError as exc:
         pytest.skip(f"Apache Kafka tools unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def kafka_configs_tool(kafka_lib_dir: Path, java_client: None) -> Iterator[ToolBatch]:
+    """Apache Kafka's `kafka-configs` (ConfigCommand) in one JVM for a whole test module: each `run` is one
+    kafka-configs invocation, without a JVM start of its own."""
+    with ToolBatch(kafka_lib_dir, CONFIG_COMMAND) as tool:
+        yield tool

@@ -134,7 +134,6 @@ NOT_USED_IN_NORMAL_OPERATION = {
     "DescribeQuorum": "KRaft: no controller quorum",
     "UpdateFeatures": "admin: finalized features are fixed (transaction.version via minikafka.transaction.version)",
     "UnregisterBroker": "KRaft: no controller quorum",
-    "ListConfigResources": "admin: kafka-configs --describe --all of client-metrics and group resources",
     "AddRaftVoter": "KRaft: no controller quorum",
     "RemoveRaftVoter": "KRaft: no controller quorum",
     "InitializeShareGroupState": "inter-broker: minikafka's share coordinator runs in the broker's own process",

@@ -16,6 +16,7 @@ from tests.integration.client_drivers import create_topic
 from tests.interop.test_admin_cli import run_tool
 from tests.interop.test_group_configs_cli import kafka_configs
 from tests.interop.test_share_consumer_side_by_side import _consumer, _produce, _producer
+from tests.interop.tool_batch import ToolBatch
 
 pytestmark = pytest.mark.interop
 
@@ -43,14 +44,16 @@ def offsets(lib_dir: Path, bootstrap: str, group: str, topic: str) -> list[tuple
     return [(row[2], row[3], row[4]) for row in rows if len(row) >= 5 and row[0] == group and row[1] == topic]
 
 
-def test_kafka_share_groups_list_describe_reset_delete(target_bootstrap: str, kafka_lib_dir: Path) -> None:
+def test_kafka_share_groups_list_describe_reset_delete(
+    target_bootstrap: str, kafka_lib_dir: Path, kafka_configs_tool: ToolBatch
+) -> None:
     topic, group = f"share-cli-{uuid.uuid4().hex[:8]}", f"sg-cli-{uuid.uuid4().hex[:8]}"
     create_topic(target_bootstrap, topic, 1)
     entity = ["--entity-type", "groups", "--entity-name", group]
-    altered = kafka_configs(kafka_lib_dir, target_bootstrap,
+    altered = kafka_configs(kafka_configs_tool, target_bootstrap,
                             ["--alter", *entity, "--add-config", "share.auto.offset.reset=earliest"])
     assert altered == f"Completed updating config for group {group}."
-    assert kafka_configs(kafka_lib_dir, target_bootstrap, ["--describe", *entity]).splitlines() == [
+    assert kafka_configs(kafka_configs_tool, target_bootstrap, ["--describe", *entity]).splitlines() == [
         f"Dynamic configs for group {group} are:",
         "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset="
         "earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}"]
