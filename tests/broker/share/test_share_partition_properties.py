@@ -13,6 +13,7 @@ from minikafka.broker.share.share_types import (
     AcknowledgementBatch,
     AcknowledgeType,
     FetchedBatch,
+    RecordState,
     ShareAcknowledgeError,
     ShareAcquireMode,
     ShareGroupConfig,
@@ -108,6 +109,17 @@ def test_no_double_delivery_and_everything_ends_terminal(
             if ack_type is AcknowledgeType.ACCEPT:
                 accepted.add(offset)
 
+    def check_bookkeeping() -> None:
+        """The counts and the lock deadline the partition keeps as it goes agree with its offsets' states."""
+        states = [(v.first_offset + i, state) for v in partition.in_flight_batches() for i, (state, _c, _m)
+                  in enumerate(v.states)]
+        assert partition.in_flight_count() == sum(1 for _o, state in states if not state.terminal)
+        available = [o for o, state in states if state is RecordState.AVAILABLE]
+        assert partition.next_fetch_offset() == (available[0] if available else partition.end_offset + (
+            1 if states else 0))
+        held = [deadline[o] for o in holder]
+        assert partition.next_lock_deadline_ms() == (min(held) if held else None)
+
     for op in operations:
         if op[0] == "acquire":
             acquire(*op[1:])
@@ -122,6 +134,7 @@ def test_no_double_delivery_and_everything_ends_terminal(
             partition.release_acquired_records(op[1])
             for offset in [o for o, m in holder.items() if m == op[1]]:
                 del holder[offset]
+        check_bookkeeping()
         # someone else's acknowledgement of a held offset is always refused
         if holder:
             offset, member = next(iter(holder.items()))
