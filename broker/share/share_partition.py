@@ -156,6 +156,11 @@ class SharePartition:
             return self._start + index
         return self._end + 1 if len(self._offsets) else self._end
 
+    def can_acquire_records(self) -> bool:
+        """Kafka's canAcquireRecords: in-flight records are AVAILABLE again, or there is room under
+        `group.share.partition.max.record.locks` for new ones; else a fetch need not read the log."""
+        return self._offsets.available > 0 or self._offsets.non_terminal < self.config.partition_max_record_locks
+
     def in_flight_count(self) -> int:
         return self._offsets.non_terminal
 
