@@ -3,15 +3,16 @@ consumed by 1 and 4 confluent-kafka ShareConsumers of one partition with explici
 Kafka 4.3.1 with the same client and workload.
 
     .venv/bin/python -m bench.share_throughput [--records 100000] [--consumers 1 4] [--brokers minikafka apache]
-        [--rounds 3] [--no-record]
+        [--rounds 3] [--warm-up-rounds 1] [--no-record]
 
-Both brokers run at once; each round runs every consumer count on each broker in turn (interleaved, so a change in
-the machine's load hits both), and the medians over the rounds are compared and, unless --no-record, appended to
-bench/results/results.jsonl and bench/results/HISTORY.md. Per broker, consumer count and round: a fresh topic and
-share group; the consumers warm up (markers until each received
-one: both brokers start a share partition at `latest`), stop polling, `--records` records are produced, then the
-clock and the broker's CPU reading (its process tree, /proc) run while the consumers poll, ACCEPT and commit until
-every record was accepted once. Prints one line per run; records delivered twice are counted and reported.
+Both brokers run at once. Each round runs every consumer count on each broker in turn (interleaved, so a change
+in the machine's load hits both), after a warm-up round that is not counted (Kafka's JIT: its second round is
+faster); the medians over the rounds are compared and, unless --no-record, appended to bench/results/results.jsonl
+and bench/results/HISTORY.md. Per broker, consumer count and round: a fresh topic and share group; the consumers
+warm up (markers until each received one: both brokers start a share partition at `latest`), stop polling,
+`--records` records are produced, then the clock and the broker's CPU reading (its process tree, /proc) run while
+the consumers poll, ACCEPT and commit until every record was accepted once. Prints one line per run; records
+delivered twice are counted and reported.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def report(runs: dict[tuple[str, int], list[dict[str, Any]]], consumer_counts: l
 
 
 def record(command: str, runs: dict[tuple[str, int], list[dict[str, Any]]], consumer_counts: list[int],
-           table: str, verdicts: list[str], rounds: int, records: int, load_before: float) -> None:
+           table: str, verdicts: list[str], rounds: int, warm_up_rounds: int, records: int,
+           load_before: float) -> None:
     """Append the figures to bench/results/results.jsonl and the write-up to bench/results/HISTORY.md."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     append_history("\n".join([
@@ -154,7 +156,8 @@ def record(command: str, runs: dict[tuple[str, int], list[dict[str, Any]]], cons
         f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
         f"- one partition, {records:,} x {RECORD_BYTES} B records produced after the consumers warmed up; "
         "confluent-kafka ShareConsumers in explicit mode ACCEPT every record and commit after every poll; "
-        f"both brokers up at once, {rounds} interleaved round(s); broker CPU = its process tree's utime + stime "
+        f"both brokers up at once, {rounds} interleaved round(s) after {warm_up_rounds} uncounted warm-up "
+        "round(s); broker CPU = its process tree's utime + stime "
         "over the consumption",
         *(f"- verdict: {line}" for line in verdicts),
         "",
@@ -182,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consumers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--brokers", nargs="+", default=["minikafka", "apache"])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per broker and consumer count")
+    parser.add_argument("--warm-up-rounds", type=int, default=1,
+                        help="rounds run first and not counted (Kafka's JIT warms up: its second round is faster)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
@@ -202,12 +207,14 @@ def main(argv: list[str] | None = None) -> int:
                 apache = stack.enter_context(ApacheKafka(work, lib_dir=ensure_kafka_jars()))
                 assert apache.process is not None
                 servers[broker] = (apache.bootstrap, int(apache.process.pid))
-        for round_number in range(1, args.rounds + 1):
+        for round_number in range(1 - args.warm_up_rounds, args.rounds + 1):
             for consumers in args.consumers:
                 for broker, (bootstrap, pid) in servers.items():
                     run_result = run(bootstrap, pid, args.records, consumers)
-                    runs.setdefault((broker, consumers), []).append(run_result)
-                    print(f"round {round_number} {broker:10s} consumers={consumers} records={run_result['records']} "
+                    if round_number > 0:
+                        runs.setdefault((broker, consumers), []).append(run_result)
+                    label = round_number if round_number > 0 else "warm-up"
+                    print(f"round {label} {broker:10s} consumers={consumers} records={run_result['records']} "
                           f"records/s={run_result['records_per_s']:.0f} cpu-s/GB={run_result['cpu_s_per_gb']:.2f} "
                           f"per-consumer={run_result['per_consumer']} duplicates={run_result['duplicates']}",
                           flush=True)
@@ -216,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(verdicts))
     if not args.no_record and {"minikafka", "apache"} <= set(args.brokers):
         command = "python -m bench.share_throughput " + shlex.join(argv if argv is not None else sys.argv[1:])
-        record(command.strip(), runs, args.consumers, table, verdicts, args.rounds, args.records, load_before)
+        record(command.strip(), runs, args.consumers, table, verdicts, args.rounds, args.warm_up_rounds, args.records,
+               load_before)
         print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
 
