@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                 from minikafka.testing import MiniKafka
 
                 mini = stack.enter_context(MiniKafka(data_dir=work / "data"))
-                servers[broker] = (mini.bootstrap_servers, int(mini.pid))
+                assert mini.pid is not None
+                servers[broker] = (mini.bootstrap_servers, mini.pid)
             else:
                 from bench.apache_kafka import ApacheKafka
                 from bench.kafka_jars import ensure_kafka_jars
