@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    broker = MiniKafka(data_dir=Path(tempfile.mkdtemp(prefix="share-kill-")) / "data").start()
+    work = tempfile.TemporaryDirectory(prefix="share-kill-")
+    broker = MiniKafka(data_dir=Path(work.name) / "data").start()
     try:
         bootstrap = broker.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if not violations and not missing else 1
     finally:
         broker.stop()
+        work.cleanup()
 
 
 if __name__ == "__main__":

@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         servers: dict[str, tuple[str, int]] = {}
         for broker in args.brokers:
-            work = Path(tempfile.mkdtemp(prefix=f"share-bench-{broker}-"))
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"share-bench-{broker}-")))
             if broker == "minikafka":
                 from minikafka.testing import MiniKafka
 
