@@ -1,23 +1,55 @@
 """kill -9 loop over share-group consumption (issue 23): no acknowledged record is delivered again after a restart,
 and every record is eventually acknowledged or archived.
 
-    .venv/bin/python -m bench.share_kill_loop [--kills 10] [--records-per-round 200]
+    .venv/bin/python -m bench.share_kill_loop [--kills 10] [--records-per-round 200] [--no-record]
 
 One minikafka broker on a data dir, one partition, one confluent-kafka ShareConsumer (explicit mode) in a thread
 that ACCEPTs what it receives and commits after every poll (50 ms later). Each round produces `--records-per-round`
 records over 0.5-2 s while the consumer works, then kills the broker with SIGKILL and restarts it on the same port
 and data dir. Checked: a record whose ACCEPT the broker confirmed (commit_sync answered without error) is never
-delivered again; after the last round every produced record gets accepted. Prints one summary line.
+delivered again; after the last round every produced record gets accepted. Prints one summary line and, unless
+--no-record, appends the figures to bench/results/results.jsonl and a section to bench/results/HISTORY.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import shlex
+import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+from bench.machine import machine_description
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+
+
+def record(command: str, kills: int, records: int, deliveries: int, violations: list[str], never_accepted: int,
+           load_before: float) -> None:
+    """Append the figures to bench/results/results.jsonl and the write-up to bench/results/HISTORY.md."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    append_history("\n".join([
+        f"\n## kill -9 during share consumption (issue 23), {stamp}\n",
+        f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
+        f"- machine: {machine_description()}; load average {load_before:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
+        f"- {kills} kills, {records:,} records, {deliveries:,} deliveries (records whose ACCEPT the broker had not "
+        f"confirmed when it died are delivered again, as by Kafka); {len(violations)} records delivered again after "
+        f"a confirmed ACCEPT; {never_accepted} never accepted"
+        + (f"; first violations: {violations[:3]}" if violations else ""),
+        "",
+    ]))
+    note = f"{records} records, {deliveries} deliveries"
+    append_results([
+        result("share-kill-loop", f"records delivered again after a confirmed ACCEPT, {kills} kills", len(violations),
+               "violations", command=command, note=note),
+        result("share-kill-loop", f"records never accepted, {kills} kills", never_accepted, "records",
+               command=command, note=note),
+    ])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,8 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--records-per-round", type=int, default=200)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
-    broker = MiniKafka(data_dir=Path(tempfile.mkdtemp(prefix="share-kill-")) / "data").start()
+    load_before = os.getloadavg()[0]
+    work = tempfile.TemporaryDirectory(prefix="share-kill-")
+    broker = MiniKafka(data_dir=Path(work.name) / "data").start()
     try:
         bootstrap = broker.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -97,9 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kills={args.kills} records={len(produced)} deliveries={deliveries[0]} "
               f"confirmed={len(confirmed & set(produced))} never_accepted={len(missing)} "
               f"violations={len(violations)} {violations[:3]}", flush=True)
+        if not args.no_record:
+            command = "python -m bench.share_kill_loop " + shlex.join(argv if argv is not None else sys.argv[1:])
+            record(command.strip(), args.kills, len(produced), deliveries[0], violations, len(missing), load_before)
+            print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
         return 0 if not violations and not missing else 1
     finally:
         broker.stop()
+        work.cleanup()
 
 
 if __name__ == "__main__":

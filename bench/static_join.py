@@ -1,19 +1,23 @@
 """Two static (KIP-345) confluent-kafka members join a new classic group together; how many rebalances they see.
 
-    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up] [--only apache|minikafka] [--no-record]
+    .venv/bin/python -m bench.static_join [--rounds 20] [--regex] [--no-warm-up | --hold-joins]
+                                          [--only apache|minikafka] [--no-record]
 
 Both brokers run with `group.initial.rebalance.delay.ms=0` (issue 30). Each round: a fresh group, two consumers
 (`consumer1`, `consumer2`, eager `range` assignment) created, connected (unless `--no-warm-up`), then subscribed at
 one barrier; each polls in
 its own thread and records every rebalance callback. A round ends when both hold an assignment covering the
 3-partition topic that has been quiet for `SETTLE_S` (a second rebalance, if any, starts well within that).
-"One rebalance" = each member got exactly one assignment. The rule itself is tested exactly (both joins held in
+`--hold-joins` makes "together" exact with the same clients: once both are connected, the broker process is stopped
+(SIGSTOP) while they subscribe and send their JoinGroups, and continued `HOLD_S` later, so both requests wait in its
+sockets. "One rebalance" = each member got exactly one assignment. The rule itself is tested exactly (both joins held in
 the stopped broker's sockets) by tests/interop/test_static_join.py.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 import uuid
@@ -34,6 +38,7 @@ from bench.results_log import (
 SETTLE_S = 2.0
 ROUND_TIMEOUT_S = 45.0
 WARM_UP_S = 1.5
+HOLD_S = 0.5
 PARTITIONS = 3
 
 
@@ -65,9 +70,10 @@ class JoinOutcome:
 
 
 def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex: bool = False,
-              warm_up: bool = True) -> JoinOutcome:
+              warm_up: bool = True, hold_pid: int | None = None) -> JoinOutcome:
     """Start two static members (`consumer1`, `consumer2`) of a fresh group on `topic` at the same moment
-    (`regex`: subscribed as `^topic.*`, as librdkafka's static-membership test does)."""
+    (`regex`: subscribed as `^topic.*`, as librdkafka's static-membership test does; `hold_pid`: the broker process to
+    stop while they subscribe)."""
     from confluent_kafka import Consumer
 
     group = group_id or f"static-join-{uuid.uuid4().hex[:8]}"
@@ -111,8 +117,16 @@ def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex:
             errors.append(exc)
 
     threads = [threading.Thread(target=member, args=(c, log), daemon=True) for c, log in zip(consumers, logs)]
-    for thread in threads:
-        thread.start()
+    if hold_pid is not None:
+        os.kill(hold_pid, signal.SIGSTOP)
+    try:
+        for thread in threads:
+            thread.start()
+        if hold_pid is not None:
+            time.sleep(HOLD_S)
+    finally:
+        if hold_pid is not None:
+            os.kill(hold_pid, signal.SIGCONT)
     deadline = time.monotonic() + ROUND_TIMEOUT_S
     try:
         while time.monotonic() < deadline and not errors:
@@ -132,14 +146,14 @@ def run_round(bootstrap: str, topic: str, group_id: str | None = None, *, regex:
     return JoinOutcome(logs)
 
 
-def _rounds(bootstrap: str, rounds: int, regex: bool, warm_up: bool) -> list[int]:
+def _rounds(bootstrap: str, rounds: int, regex: bool, warm_up: bool, hold_pid: int | None) -> list[int]:
     from tests.integration.client_drivers import create_topic
 
     topic = f"static-join-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, PARTITIONS)
     counts = []
     for index in range(rounds):
-        outcome = run_round(bootstrap, topic, regex=regex, warm_up=warm_up)
+        outcome = run_round(bootstrap, topic, regex=regex, warm_up=warm_up, hold_pid=hold_pid)
         counts.append(outcome.rebalances)
         print(f"  round {index + 1}: {outcome.rebalances} rebalance(s)  {outcome.describe()}", flush=True)
     return counts
@@ -156,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--regex", action="store_true", help="subscribe by pattern, as librdkafka's test does")
     parser.add_argument("--only", choices=("apache", "minikafka"))
-    parser.add_argument("--no-warm-up", action="store_true",
+    timing = parser.add_mutually_exclusive_group()
+    timing.add_argument("--no-warm-up", action="store_true",
                         help="subscribe right after creating the consumers (their joins then leave milliseconds apart)")
+    timing.add_argument("--hold-joins", action="store_true",
+                        help="stop the broker (SIGSTOP) while the connected consumers subscribe, so both joins wait")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
@@ -166,24 +183,28 @@ def main(argv: list[str] | None = None) -> int:
         if args.only != "minikafka":
             with ApacheKafka(Path(tmp) / "apache") as kafka:  # group.initial.rebalance.delay.ms=0 there too
                 print("Apache Kafka", flush=True)
-                results["apache"] = _rounds(kafka.bootstrap, args.rounds, args.regex, not args.no_warm_up)
+                kafka_pid = kafka.process.pid if kafka.process is not None and args.hold_joins else None
+                results["apache"] = _rounds(kafka.bootstrap, args.rounds, args.regex, not args.no_warm_up, kafka_pid)
         if args.only != "apache":
             overrides = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
             with MiniKafka(overrides, data_dir=Path(tmp) / "minikafka") as broker:
                 print("minikafka", flush=True)
-                results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex, not args.no_warm_up)
+                results["minikafka"] = _rounds(broker.bootstrap_servers, args.rounds, args.regex, not args.no_warm_up,
+                                               broker.pid if args.hold_joins else None)
     lines = [f"{name}: {counts.count(1)} of {len(counts)} rounds with exactly one rebalance; "
              f"rebalances per round {sorted(set(counts))}" for name, counts in results.items()]
     print("\n".join(lines))
     if not args.no_record and results:
-        record(results, lines, load_before, warm_up=not args.no_warm_up)
+        mode = ("broker stopped while both join (--hold-joins)" if args.hold_joins
+                else "subscribed right after creation (--no-warm-up)" if args.no_warm_up
+                else "consumers connected first")
+        record(results, lines, load_before, mode)
         print(f"appended to {HISTORY_MD} and {RESULTS_FILE}")
     return 0
 
 
-def record(results: dict[str, list[int]], lines: list[str], load_before: float, *, warm_up: bool) -> None:
+def record(results: dict[str, list[int]], lines: list[str], load_before: float, mode: str) -> None:
     """The run's counts as a results.jsonl figure and a HISTORY.md section."""
-    mode = "consumers connected first" if warm_up else "subscribed right after creation (--no-warm-up)"
     kafka = results.get("apache")
     mini = results.get("minikafka")
     if mini is not None:

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from minikafka.broker.share.in_flight_offsets import InFlightOffsets
 from minikafka.broker.share.share_types import (
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
@@ -56,16 +57,6 @@ _ACK_TO_STATE = {
     AcknowledgeType.RELEASE: RecordState.AVAILABLE,
     AcknowledgeType.REJECT: RecordState.ARCHIVED,
 }
-
-
-class _OffsetState:
-    __slots__ = ("deadline_ms", "delivery_count", "member_id", "state")
-
-    def __init__(self, state: RecordState, delivery_count: int, member_id: str = _EMPTY_MEMBER_ID) -> None:
-        self.state = state
-        self.delivery_count = delivery_count
-        self.member_id = member_id
-        self.deadline_ms = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +95,7 @@ class SharePartition:
         self._clock_ms = clock_ms
         self._start = 0
         self._end = 0
-        self._records: list[_OffsetState] = []  # offsets start_offset .. start_offset + len - 1
+        self._offsets = InFlightOffsets()  # offsets start_offset .. start_offset + len - 1
         self._batch_starts: list[int] = []  # first offsets of the in-flight batches (the first one may be < SPSO)
         self.state_epoch = 0
         self.initialized = False
@@ -120,7 +111,7 @@ class SharePartition:
         ACKNOWLEDGED and ARCHIVED)."""
         if start_offset < 0:
             raise ValueError(f"start offset {start_offset} is not resolved")
-        records: list[_OffsetState] = []
+        offsets = InFlightOffsets()
         batch_starts: list[int] = []
         next_offset = start_offset
         for batch in sorted(state_batches, key=lambda b: b.first_offset):
@@ -137,15 +128,14 @@ class SharePartition:
                 raise ValueError(f"state batch {batch} has a negative delivery count")
             if batch.first_offset > next_offset:
                 batch_starts.append(next_offset)
-                records.extend(_OffsetState(RecordState.AVAILABLE, 0) for _ in range(batch.first_offset - next_offset))
+                offsets.append_run(RecordState.AVAILABLE, 0, batch.first_offset - next_offset)
             batch_starts.append(batch.first_offset)
-            count = batch.last_offset - batch.first_offset + 1
-            records.extend(_OffsetState(state, batch.delivery_count) for _ in range(count))
+            offsets.append_run(state, batch.delivery_count, batch.last_offset - batch.first_offset + 1)
             next_offset = batch.last_offset + 1
         self._start = start_offset
-        self._records = records
+        self._offsets = offsets
         self._batch_starts = batch_starts
-        self._end = next_offset - 1 if records else start_offset
+        self._end = next_offset - 1 if len(offsets) else start_offset
         self.state_epoch = state_epoch
         self.initialized = True
         self._advance_start_offset()
@@ -161,47 +151,54 @@ class SharePartition:
 
     def next_fetch_offset(self) -> int:
         """Where the next log read for this partition starts: the first AVAILABLE offset, else past the end."""
-        for index, record in enumerate(self._records):
-            if record.state is RecordState.AVAILABLE:
-                return self._start + index
-        return self._end + 1 if self._records else self._end
+        index = self._offsets.first_available()
+        if index is not None:
+            return self._start + index
+        return self._end + 1 if len(self._offsets) else self._end
+
+    def can_acquire_records(self) -> bool:
+        """Kafka's canAcquireRecords: in-flight records are AVAILABLE again, or there is room under
+        `group.share.partition.max.record.locks` for new ones; else a fetch need not read the log."""
+        return self._offsets.available > 0 or self._offsets.non_terminal < self.config.partition_max_record_locks
 
     def in_flight_count(self) -> int:
-        return sum(1 for r in self._records if not r.state.terminal)
+        return self._offsets.non_terminal
 
     def delivery_complete_count(self) -> int:
         """Offsets at or past the SPSO whose delivery is complete (KIP-1226's DeliveryCompleteCount)."""
-        return len(self._records) - self.in_flight_count()
+        return len(self._offsets) - self._offsets.non_terminal
 
     def offset_state(self, offset: int) -> tuple[RecordState, int, str] | None:
         """(state, delivery count, member id) of an offset in flight; None below the SPSO or past the SPEO."""
-        if not self._start <= offset < self._start + len(self._records):
+        if not self._start <= offset < self._start + len(self._offsets):
             return None
-        record = self._records[offset - self._start]
-        return record.state, record.delivery_count, record.member_id
+        index = offset - self._start
+        offsets = self._offsets
+        return offsets.states[index], offsets.counts[index], offsets.members[index]
 
     def in_flight_batches(self) -> list[InFlightBatchView]:
         views = []
         starts = [s for s in self._batch_starts if s > self._start]
-        bounds = [self._start, *starts, self._start + len(self._records)]
+        bounds = [self._start, *starts, self._start + len(self._offsets)]
+        offsets = self._offsets
         for first, after in itertools.pairwise(bounds):
             if after > first:
-                states = tuple(
-                    (r.state, r.delivery_count, r.member_id)
-                    for r in self._records[first - self._start : after - self._start]
-                )
+                window = slice(first - self._start, after - self._start)
+                states = tuple(zip(offsets.states[window], offsets.counts[window], offsets.members[window],
+                                   strict=True))
                 views.append(InFlightBatchView(first, after - 1, states))
         return views
 
     def state_batches(self) -> list[PersisterStateBatch]:
         """The state to snapshot: runs of equal (state, delivery count), ACQUIRED written as AVAILABLE (its lock
         does not survive the broker), never-delivered gap offsets left out."""
+        states, counts = self._offsets.states, self._offsets.counts
         changed = [
             self._start + i
-            for i, r in enumerate(self._records)
-            if not (r.state is RecordState.AVAILABLE and r.delivery_count == 0)
+            for i, state in enumerate(states)
+            if not (state is RecordState.AVAILABLE and counts[i] == 0)
         ]
-        return self._persister_batches(changed, acquired_as_available=True)
+        return self._persister_batches(_runs(changed), acquired_as_available=True)
 
     # ---- acquisition --------------------------------------------------------------------------------------
     def acquire(
@@ -234,7 +231,7 @@ class SharePartition:
         stale = self._archive_stale(fetch_offset, batches[0].base_offset)
         acquired: list[int] = []
         offset: int | None = max(batches[0].base_offset, self._start)
-        cache_after = self._start + len(self._records)
+        cache_after = self._start + len(self._offsets)
         if offset is not None and offset < cache_after:
             offset = self._acquire_cached(
                 member_id,
@@ -257,7 +254,7 @@ class SharePartition:
                 deadline_ms,
                 acquired,
             )
-        archived = self._persister_batches(stale)
+        archived = self._persister_batches(_runs(stale))
         if aborted_transactions and self.config.isolation_level is IsolationLevel.READ_COMMITTED:
             acquired, aborted = self._archive_aborted(batches, aborted_transactions, acquired)
             archived += aborted
@@ -276,10 +273,10 @@ class SharePartition:
         """Archive the offsets the log no longer has (compacted or deleted between the fetch offset and the first
         batch read); returns them, to be persisted."""
         archived = []
-        for offset in range(max(fetch_offset, self._start), min(base_offset, self._start + len(self._records))):
-            record = self._records[offset - self._start]
-            if record.state is RecordState.AVAILABLE:
-                record.state = RecordState.ARCHIVED
+        offsets = self._offsets
+        for offset in range(max(fetch_offset, self._start), min(base_offset, self._start + len(offsets))):
+            if offsets.states[offset - self._start] is RecordState.AVAILABLE:
+                offsets.archive_available(offset - self._start)
                 archived.append(offset)
         return archived
 
@@ -299,14 +296,15 @@ class SharePartition:
         batch_end = -1  # last offset of the in-flight batch of the previous acquisition
         throttled_max = -1
         offset = first
+        offsets = self._offsets
         while offset <= last:
-            record = self._records[offset - self._start]
-            if record.state is not RecordState.AVAILABLE:
+            index = offset - self._start
+            if offsets.states[index] is not RecordState.AVAILABLE:
                 offset += 1
                 continue
             if len(acquired) >= max_records and (record_limit or offset > batch_end):
                 return None
-            count = record.delivery_count
+            count = offsets.counts[index]
             # Kafka's throttling: a batch near the delivery limit is not joined to others, a record on its last
             # attempt goes out on its own (so one poison record does not archive its neighbours).
             if acquired and ((offset > batch_end and count >= throttle) or (limit > 2 and count == limit - 1)):
@@ -315,13 +313,10 @@ class SharePartition:
                 first_of_batch, batch_last = self._batch_bounds(offset)
                 throttled_max = max(1, (batch_last - first_of_batch + 1) >> (count - throttle + 1))
             batch_end = self._batch_bounds(offset)[1]
-            record.state = RecordState.ACQUIRED
-            record.delivery_count += 1
-            record.member_id = member_id
-            record.deadline_ms = deadline_ms
+            count = offsets.acquire(index, member_id, deadline_ms)
             acquired.append(offset)
             offset += 1
-            if limit > 2 and record.delivery_count == limit:
+            if limit > 2 and count == limit:
                 return None
             if throttled_max > 0 and len(acquired) >= throttled_max:
                 return None
@@ -339,10 +334,10 @@ class SharePartition:
         deadline_ms: int,
         acquired: list[int],
     ) -> None:
-        cache_after = self._start + len(self._records)
+        cache_after = self._start + len(self._offsets)
         if first > cache_after:  # the log has nothing between the end of the in-flight records and `first`
             self._batch_starts.append(cache_after)
-            self._records.extend(_OffsetState(RecordState.ARCHIVED, 0) for _ in range(first - cache_after))
+            self._offsets.append_run(RecordState.ARCHIVED, 0, first - cache_after)
         last_acquired = last
         if remaining < last - first + 1:
             in_batch = first + remaining - 1
@@ -354,14 +349,11 @@ class SharePartition:
             self._batch_starts.append(first)
         else:
             self._batch_starts.extend(self._split_starts(first, last_acquired, batch_size, batches))
-        for offset in range(first, last_acquired + 1):
-            if record_limit and offset >= first + remaining:
-                self._records.append(_OffsetState(RecordState.AVAILABLE, 0))
-                continue
-            record = _OffsetState(RecordState.ACQUIRED, 1, member_id)
-            record.deadline_ms = deadline_ms
-            self._records.append(record)
-            acquired.append(offset)
+        after_acquired = min(last_acquired, first + remaining - 1) + 1 if record_limit else last_acquired + 1
+        self._offsets.append_run(RecordState.ACQUIRED, 1, after_acquired - first, member_id, deadline_ms)
+        acquired.extend(range(first, after_acquired))
+        # record_limit: the rest of the in-flight batch stays AVAILABLE
+        self._offsets.append_run(RecordState.AVAILABLE, 0, last_acquired + 1 - after_acquired)
         self._end = max(self._end, last_acquired)
 
     @staticmethod
@@ -380,7 +372,7 @@ class SharePartition:
         index = bisect.bisect_right(self._batch_starts, offset) - 1
         first = self._batch_starts[index] if index >= 0 else self._start
         after = (
-            self._batch_starts[index + 1] if index + 1 < len(self._batch_starts) else self._start + len(self._records)
+            self._batch_starts[index + 1] if index + 1 < len(self._batch_starts) else self._start + len(self._offsets)
         )
         return max(first, self._start), after - 1
 
@@ -402,28 +394,25 @@ class SharePartition:
             elif batch.is_transactional and batch.producer_id in aborted_producers:
                 archive.extend(o for o in range(batch.base_offset, batch.last_offset + 1) if o in acquired_set)
         for offset in archive:
-            record = self._records[offset - self._start]
-            record.state = RecordState.ARCHIVED
-            record.member_id = _EMPTY_MEMBER_ID
+            self._offsets.release_run(offset - self._start, offset - self._start + 1, RecordState.ARCHIVED,
+                                      self.config.delivery_count_limit)
         dropped = set(archive)
-        return [o for o in acquired if o not in dropped], self._persister_batches(archive)
+        return [o for o in acquired if o not in dropped], self._persister_batches(_runs(sorted(archive)))
 
     def _acquired_ranges(self, offsets: list[int]) -> list[AcquiredRecords]:
         """Runs of consecutive offsets with one delivery count, cut where an in-flight batch starts."""
         starts = set(self._batch_starts)
-        ranges: list[AcquiredRecords] = []
+        counts, base = self._offsets.counts, self._start
+        runs: list[list[int]] = []  # [first, last, delivery count]
+        run = [-2, -2, -1]
         for offset in offsets:
-            count = self._records[offset - self._start].delivery_count
-            if (
-                ranges
-                and ranges[-1].last_offset + 1 == offset
-                and ranges[-1].delivery_count == count
-                and offset not in starts
-            ):
-                ranges[-1] = AcquiredRecords(ranges[-1].first_offset, offset, count)
+            count = counts[offset - base]
+            if run[1] + 1 == offset and run[2] == count and offset not in starts:
+                run[1] = offset
             else:
-                ranges.append(AcquiredRecords(offset, offset, count))
-        return ranges
+                run = [offset, offset, count]
+                runs.append(run)
+        return [AcquiredRecords(first, last, count) for first, last, count in runs]
 
     # ---- acknowledgement, release, lock expiry -----------------------------------------------------------
     def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch]) -> list[PersisterStateBatch]:
@@ -431,28 +420,29 @@ class SharePartition:
         INVALID_RECORD_STATE, Kafka's codes and messages) and changes nothing when any batch is refused.
         Returns the state batches to persist. Offsets below the SPSO are already archived and are skipped.
         The request-level checks (`validate_acknowledgement_batches`) come first, in the handler, as in Kafka."""
-        planned: dict[int, AcknowledgeType] = {}
+        planned: list[tuple[int, int, AcknowledgeType]] = []  # runs of offsets with one acknowledge type
         for batch in batches:
             self._plan_acknowledgement(member_id, batch, planned)
-        if any(t is AcknowledgeType.RENEW for t in planned.values()) and not self.config.renew_acknowledge_enable:
+        if any(t is AcknowledgeType.RENEW for _f, _l, t in planned) and not self.config.renew_acknowledge_enable:
             raise ShareAcknowledgeError(
                 INVALID_RECORD_STATE, "Renewing acquisition locks is not enabled for the group."
             )
-        now_ms = self._clock_ms()
-        changed = []
-        for offset, ack_type in sorted(planned.items()):
-            record = self._records[offset - self._start]
+        renewed_deadline_ms = self._clock_ms() + self.config.record_lock_duration_ms
+        changed: list[tuple[int, int]] = []
+        offsets, start = self._offsets, self._start
+        for first, last, ack_type in sorted(planned, key=lambda run: run[0]):
             if ack_type is AcknowledgeType.RENEW:
-                record.deadline_ms = now_ms + self.config.record_lock_duration_ms
+                offsets.renew_run(first - start, last - start + 1, renewed_deadline_ms)
                 continue
-            self._release_to(record, _ACK_TO_STATE[ack_type])
-            changed.append(offset)
+            offsets.release_run(first - start, last - start + 1, _ACK_TO_STATE[ack_type],
+                                self.config.delivery_count_limit)
+            changed.append((first, last))
         writes = self._persister_batches(changed)
         self._advance_start_offset()
         return writes
 
     def _plan_acknowledgement(
-        self, member_id: str, batch: AcknowledgementBatch, planned: dict[int, AcknowledgeType]
+        self, member_id: str, batch: AcknowledgementBatch, planned: list[tuple[int, int, AcknowledgeType]]
     ) -> None:
         types = batch.acknowledge_types
         if batch.last_offset < batch.first_offset:
@@ -465,11 +455,12 @@ class SharePartition:
             raise ShareAcknowledgeError(INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}") from None
         if batch.last_offset < self._start:
             return
-        if not self._records:
+        offsets = self._offsets
+        if not len(offsets):
             raise ShareAcknowledgeError(
                 INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache."
             )
-        last_cached = self._start + len(self._records) - 1
+        last_cached = self._start + len(offsets) - 1
         if batch.first_offset > last_cached:
             raise ShareAcknowledgeError(
                 INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records."
@@ -478,51 +469,69 @@ class SharePartition:
             raise ShareAcknowledgeError(
                 INVALID_REQUEST, "Batch record not found. The last offset in request is past acquired records."
             )
-        for offset in range(max(batch.first_offset, self._start), batch.last_offset + 1):
-            record = self._records[offset - self._start]
-            if record.state is not RecordState.ACQUIRED or offset in planned:
+        first = max(batch.first_offset, self._start)
+        window = slice(first - self._start, batch.last_offset - self._start + 1)
+        length = batch.last_offset - first + 1
+        if (
+            offsets.states[window].count(RecordState.ACQUIRED) != length
+            or offsets.members[window].count(member_id) != length
+            or any(f <= batch.last_offset and first <= e for f, e, _t in planned)
+        ):
+            self._refuse_acknowledgement(member_id, first, batch.last_offset, planned)
+        if len(ack_types) == 1:
+            planned.append((first, batch.last_offset, ack_types[0]))
+            return
+        for offset in range(first, batch.last_offset + 1):
+            ack_type = ack_types[offset - batch.first_offset]
+            if planned and planned[-1][1] == offset - 1 and planned[-1][2] is ack_type and planned[-1][0] >= first:
+                planned[-1] = (planned[-1][0], offset, ack_type)
+            else:
+                planned.append((offset, offset, ack_type))
+
+    def _refuse_acknowledgement(
+        self, member_id: str, first: int, last: int, planned: list[tuple[int, int, AcknowledgeType]]
+    ) -> None:
+        """Raise the error of the first offset in [first, last] that cannot be acknowledged, as Kafka checks them."""
+        offsets = self._offsets
+        for offset in range(first, last + 1):
+            index = offset - self._start
+            if offsets.states[index] is not RecordState.ACQUIRED or any(f <= offset <= e for f, e, _t in planned):
                 raise ShareAcknowledgeError(
                     INVALID_RECORD_STATE, "The offset cannot be acknowledged. The offset is not acquired."
                 )
-            if record.member_id != member_id:
+            if offsets.members[index] != member_id:
                 raise ShareAcknowledgeError(INVALID_RECORD_STATE, "Member is not the owner of offset")
-            planned[offset] = ack_types[0] if len(ack_types) == 1 else ack_types[offset - batch.first_offset]
 
     def release_acquired_records(self, member_id: str) -> list[PersisterStateBatch]:
         """The member left or closed its share session: its acquired records become AVAILABLE again (ARCHIVED if
         they reached the delivery count limit), their delivery counts unchanged."""
-        changed = []
-        for index, record in enumerate(self._records):
-            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
-                self._release_to(record, RecordState.AVAILABLE)
-                changed.append(self._start + index)
-        writes = self._persister_batches(changed)
-        self._advance_start_offset()
-        return writes
+        offsets = self._offsets
+        states = offsets.states
+        held = [i for i, m in enumerate(offsets.members) if m == member_id and states[i] is RecordState.ACQUIRED]
+        return self._release_indexes(held)
 
     def next_lock_deadline_ms(self) -> int | None:
-        deadlines = [r.deadline_ms for r in self._records if r.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
+        return self._offsets.next_lock_deadline_ms()
 
     def expire_acquisition_locks(self) -> list[PersisterStateBatch]:
         """Release every acquired record whose lock (`record_lock_duration_ms`) has run out, as the member's
         RELEASE would; returns the state batches to persist."""
         now_ms = self._clock_ms()
-        changed = []
-        for index, record in enumerate(self._records):
-            if record.state is RecordState.ACQUIRED and record.deadline_ms <= now_ms:
-                self._release_to(record, RecordState.AVAILABLE)
-                changed.append(self._start + index)
-        writes = self._persister_batches(changed)
+        offsets = self._offsets
+        deadline = offsets.next_lock_deadline_ms()
+        if deadline is None or deadline > now_ms:
+            return []
+        states = offsets.states
+        expired = [i for i, d in enumerate(offsets.deadlines) if d <= now_ms and states[i] is RecordState.ACQUIRED]
+        return self._release_indexes(expired)
+
+    def _release_indexes(self, indexes: list[int]) -> list[PersisterStateBatch]:
+        limit = self.config.delivery_count_limit
+        for index in indexes:
+            self._offsets.release_run(index, index + 1, RecordState.AVAILABLE, limit)
+        writes = self._persister_batches(_runs(self._start + i for i in indexes))
         self._advance_start_offset()
         return writes
-
-    def _release_to(self, record: _OffsetState, state: RecordState) -> None:
-        if state is RecordState.AVAILABLE and record.delivery_count >= self.config.delivery_count_limit:
-            state = RecordState.ARCHIVED
-        record.state = state
-        record.member_id = _EMPTY_MEMBER_ID
-        record.deadline_ms = 0
 
     # ---- the start offset -----------------------------------------------------------------------------------
     def on_log_start_offset(self, log_start_offset: int) -> bool:
@@ -530,48 +539,61 @@ class SharePartition:
         SPSO follows it. Returns True when the SPSO moved (the caller persists the new start offset)."""
         if log_start_offset <= self._start:
             return False
-        drop = min(log_start_offset - self._start, len(self._records))
-        del self._records[:drop]
+        self._offsets.drop_front(log_start_offset - self._start)
         self._start = log_start_offset
-        if not self._records:
+        if not len(self._offsets):
             self._end = log_start_offset
         self._batch_starts = [s for s in self._batch_starts if s >= self._start]
         self._advance_start_offset()
         return True
 
     def _advance_start_offset(self) -> None:
-        terminal = 0
-        for record in self._records:
-            if not record.state.terminal:
-                break
-            terminal += 1
+        terminal = self._offsets.leading_terminal()
         if not terminal:
             return
-        if terminal == len(self._records):
+        if terminal == len(self._offsets):
             self._start = self._end = self._start + terminal
-            self._records.clear()
+            self._offsets.clear()
             self._batch_starts.clear()
             return
-        del self._records[:terminal]
+        self._offsets.drop_front(terminal)
         self._start += terminal
         index = bisect.bisect_right(self._batch_starts, self._start)
         self._batch_starts = [self._start, *self._batch_starts[index:]]
 
-    def _persister_batches(self, offsets: list[int], acquired_as_available: bool = False) -> list[PersisterStateBatch]:
-        batches: list[PersisterStateBatch] = []
-        for offset in offsets:
-            record = self._records[offset - self._start]
-            state = record.state
-            if acquired_as_available and state is RecordState.ACQUIRED:
-                state = RecordState.AVAILABLE
-            last = batches[-1] if batches else None
-            if (
-                last is not None
-                and last.last_offset + 1 == offset
-                and last.delivery_state == state
-                and last.delivery_count == record.delivery_count
-            ):
-                batches[-1] = PersisterStateBatch(last.first_offset, offset, int(state), record.delivery_count)
+    def _persister_batches(
+        self, runs: Iterable[tuple[int, int]], acquired_as_available: bool = False
+    ) -> list[PersisterStateBatch]:
+        """The offsets of `runs` (first, last), ascending, as state batches: runs of one (state, delivery count)."""
+        states, counts, base = self._offsets.states, self._offsets.counts, self._start
+        out: list[list[int]] = []  # [first, last, state, delivery count]
+        for first, last in runs:
+            window = slice(first - base, last - base + 1)
+            length = last - first + 1
+            state, count = states[first - base], counts[first - base]
+            if states[window].count(state) == length and counts[window].count(count) == length:
+                pieces: Iterable[tuple[int, RecordState, int]] = ((first, state, count),)
+                last_of_piece = last
             else:
-                batches.append(PersisterStateBatch(offset, offset, int(state), record.delivery_count))
-        return batches
+                pieces = ((o, states[o - base], counts[o - base]) for o in range(first, last + 1))
+                last_of_piece = -1
+            for offset, piece_state, piece_count in pieces:
+                if acquired_as_available and piece_state is RecordState.ACQUIRED:
+                    piece_state = RecordState.AVAILABLE
+                end = last_of_piece if last_of_piece >= 0 else offset
+                if out and out[-1][1] + 1 == offset and out[-1][2] == piece_state and out[-1][3] == piece_count:
+                    out[-1][1] = end
+                else:
+                    out.append([offset, end, int(piece_state), piece_count])
+        return [PersisterStateBatch(first, last, state, count) for first, last, state, count in out]
+
+
+def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
+    """Ascending offsets as runs of consecutive ones, (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for offset in offsets:
+        if runs and runs[-1][1] + 1 == offset:
+            runs[-1] = (runs[-1][0], offset)
+        else:
+            runs.append((offset, offset))
+    return runs

@@ -232,6 +232,8 @@ class SharePartitionManager:
         batch_size: int,
         acquire_mode: ShareAcquireMode,
     ) -> None:
+        if not share_partition.can_acquire_records():
+            return  # at the record-lock limit with nothing released: no log read (Kafka's DelayedShareFetch)
         fetch_offset = share_partition.next_fetch_offset()
         read_committed = share_partition.config.isolation_level is IsolationLevel.READ_COMMITTED
         # At most max_records are acquired: reading the client's whole MaxBytes (50 MiB by default) to hand out a
