@@ -21,22 +21,16 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.machine import machine_description
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, history_header, result
 
 
 def record(command: str, kills: int, records: int, deliveries: int, violations: list[str], never_accepted: int,
            load_before: float) -> None:
     """Append the figures to bench/results/results.jsonl and the write-up to bench/results/HISTORY.md."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     append_history("\n".join([
-        f"\n## kill -9 during share consumption (issue 23), {stamp}\n",
-        f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
-        f"- machine: {machine_description()}; load average {load_before:.1f} at start, "
-        f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
+        *history_header("kill -9 during share consumption (issue 23)", command, load_before),
         f"- {kills} kills, {records:,} records, {deliveries:,} deliveries (records whose ACCEPT the broker had not "
         f"confirmed when it died are delivered again, as by Kafka); {len(violations)} records delivered again after "
         f"a confirmed ACCEPT; {never_accepted} never accepted"

@@ -27,13 +27,11 @@ import tempfile
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.machine import machine_description
 from bench.proc_cpu import ProcessTreeCpu, cpu_seconds_per_gb
-from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, result
+from bench.results_log import HISTORY_MD, RESULTS_FILE, append_history, append_results, history_header, result
 
 RECORD_BYTES = 1024
 
@@ -148,12 +146,8 @@ def record(command: str, runs: dict[tuple[str, int], list[dict[str, Any]]], cons
            table: str, verdicts: list[str], rounds: int, warm_up_rounds: int, records: int,
            load_before: float) -> None:
     """Append the figures to bench/results/results.jsonl and the write-up to bench/results/HISTORY.md."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     append_history("\n".join([
-        f"\n## Share group side by side (issue 23), {stamp}\n",
-        f"- command: `{command}` (from the repo root, with `.venv/bin/python`)",
-        f"- machine: {machine_description()}; load average {load_before:.1f} at start, "
-        f"{os.getloadavg()[0]:.1f} at the end (other sessions shared the two CPUs)",
+        *history_header("Share group side by side (issue 23)", command, load_before),
         f"- one partition, {records:,} x {RECORD_BYTES} B records produced after the consumers warmed up; "
         "confluent-kafka ShareConsumers in explicit mode ACCEPT every record and commit after every poll; "
         f"both brokers up at once, {rounds} interleaved round(s) after {warm_up_rounds} uncounted warm-up "
