@@ -79,6 +79,14 @@ def test_static_members_joining_together_land_in_one_generation(
         broker = broker_factory({"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"})
         bootstrap, pid = broker.bootstrap, broker.pid
     responses = joins_sent_together(bootstrap, pid)
+    # Kafka reads the two sockets on its network thread and hands each join to its own request-handler thread, while
+    # the 0 ms timer fires on a third: on loaded CPUs the timer can beat the second join (seen once in a clean-clone
+    # run: generations [2, 1]). Without the rule it would never give one generation, so one more try proves it there;
+    # minikafka (both joins read in one event-loop turn, the timer after them) gets no second try.
+    for _retry in range(2 if target == "apache" else 0):
+        if [r.generation_id for r in responses] == [1, 1]:
+            break
+        responses = joins_sent_together(bootstrap, pid)
     assert [r.error_code for r in responses] == [0, 0], responses
     assert [r.generation_id for r in responses] == [1, 1], responses
     leader = next(r for r in responses if r.leader == r.member_id)
