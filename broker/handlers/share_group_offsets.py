@@ -2,11 +2,14 @@
 a share group's start offsets per partition, as `kafka-share-groups --describe`, `--reset-offsets` and
 `--delete-offsets` use them (KIP-932), answered from the share coordinator's `__share_group_state`.
 
-As Kafka 4.3.1's GroupCoordinatorService: Describe with null topics lists every partition the group has state for;
+As Kafka 4.3.1's GroupCoordinatorService: Describe with null topics lists every partition the group initialised;
 a topic that does not exist answers start offset -1 (absence, not an error); v1 adds the lag, the log end offset
 minus the start offset minus the records already delivered past it (-1 while not initialised). Alter and Delete
 need an empty group (NON_EMPTY_GROUP otherwise) and write the new state (a fresh ShareSnapshot at the new start
-offset with the state epoch bumped; tombstones) before answering. Authorization: DESCRIBE (Describe), READ
+offset with the state epoch bumped; tombstones) before answering, moving the topics through the group's
+ShareGroupStatePartitionMetadata as Kafka does (Alter: initializing, then initialized; Delete: deleting, then
+dropped; a topic the group never initialised is refused with "There is no offset information to delete.", and a
+group that never initialised any answers no topic at all). Authorization: DESCRIBE (Describe), READ
 (Alter) or DELETE (Delete) on the group, DESCRIBE/READ on each topic."""
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from minikafka.protocol.messages import response_class
 ZERO_UUID = uuid.UUID(int=0)
 _UNINITIALIZED_LAG = -1
 _UNINITIALIZED_DELIVERY_COMPLETE_COUNT = -1
+_TOPIC_AUTHORIZATION_FAILED = "Topic authorization failed."
+_UNKNOWN_TOPIC_OR_PARTITION = "This server does not host this topic-partition."
 
 
 async def handle_describe(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
@@ -73,14 +78,15 @@ async def handle_describe(ctx: BrokerContext, event: RequestReceived, session: S
 
 
 def _wanted(share: ShareCoordinator, group_id: str, topics: Any) -> dict[str, list[int]]:
+    """The requested partitions; null topics: the group's initialised share partitions (Kafka's
+    initializedShareGroupPartitions), of the topics that still exist."""
     if topics is not None:
         return {t.topic_name: list(t.partitions) for t in topics}
     names = {topic_id: name for name, (topic_id, _count) in share.topics_image().items()}
-    wanted: dict[str, list[int]] = {}
-    for group, topic_id, partition in sorted(share.partitions.store.state.share_partitions(), key=str):
-        if group == group_id and topic_id in names:
-            wanted.setdefault(names[topic_id], []).append(partition)
-    return {name: sorted(partitions) for name, partitions in wanted.items()}
+    group = share.groups.get(group_id)
+    initialized = group.state_partitions.initialized if group is not None and group.state_partitions else {}
+    return {names[topic_id]: sorted(partitions) for topic_id, (_name, partitions) in sorted(initialized.items())
+            if topic_id in names}
 
 
 def _describe_partition(ctx: BrokerContext, share: ShareCoordinator, partition_cls: Any, group_id: str, topic: str,
@@ -112,8 +118,29 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
-    responses = []
     now_ms = share.clock.time_ms()
+    group = share.groups[request.group_id]
+    # Kafka records the altered partitions as initializing, initialises their state at the new start offsets,
+    # then records them as initialized (ShareGroupStatePartitionMetadata)
+    change: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
+    offsets: dict[tuple[uuid.UUID, int], int] = {}
+    for topic in topics:
+        metadata = ctx.replica_manager.topic(topic.topic_name)
+        if topic.topic_name in readable and metadata is not None:
+            valid = {p.partition_index: p.start_offset for p in topic.partitions
+                     if 0 <= p.partition_index < metadata.num_partitions}
+            if valid:
+                change[metadata.topic_id] = (topic.topic_name, frozenset(valid))
+                offsets.update({(metadata.topic_id, index): offset for index, offset in valid.items()})
+    messages: dict[tuple[uuid.UUID, int], str | None] = {}
+
+    def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
+        code, messages[(topic_id, partition)] = _reset(share, request.group_id, topic_id, partition,
+                                                       offsets[(topic_id, partition)], now_ms)
+        return code
+
+    codes = share.initialize(group, change, write_state) if change else {}
+    responses = []
     for topic in topics:
         metadata = ctx.replica_manager.topic(topic.topic_name)
         results = []
@@ -124,8 +151,8 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
             elif metadata is None or not 0 <= partition.partition_index < metadata.num_partitions:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                code, message = _reset(share, request.group_id, metadata.topic_id, partition.partition_index,
-                                       partition.start_offset, now_ms)
+                key = (metadata.topic_id, partition.partition_index)
+                code, message = codes.get(key, ErrorCode.UNKNOWN_SERVER_ERROR), messages.get(key)
             results.append(partition_cls(partition_index=partition.partition_index, error_code=code,
                                          error_message=message))
         responses.append(topic_cls(topic_name=topic.topic_name,
@@ -159,25 +186,41 @@ async def handle_delete(ctx: BrokerContext, event: RequestReceived, session: Ses
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
-    responses = []
+    # Kafka's order: the topics the caller may not read, then the deleted ones, then the coordinator's refusals
+    # (no topic id on a refusal)
+    refused = [topic_cls(topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                         error_message=_TOPIC_AUTHORIZATION_FAILED) for t in topics if t.topic_name not in readable]
+    unknown = set()
+    deletable: list[tuple[str, uuid.UUID]] = []
     for topic in topics:
         metadata = ctx.replica_manager.topic(topic.topic_name)
-        code = ErrorCode.NONE
         if topic.topic_name not in readable:
-            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif metadata is None:
-            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        if metadata is None:
+            unknown.add(topic.topic_name)
         else:
-            store = share.partitions.store
-            for key in [k for k in store.state.share_partitions()
-                        if k[0] == request.group_id and k[1] == metadata.topic_id]:
-                written = store.write(store.state.delete_state(*key))
-                share.partitions.share_partitions.pop(key, None)
-                if written is not ErrorCode.NONE:
-                    code = written
-        responses.append(topic_cls(topic_name=topic.topic_name, topic_id=metadata.topic_id if metadata else ZERO_UUID,
-                                   error_code=code, error_message=None))
-    return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+            deletable.append((topic.topic_name, metadata.topic_id))
+    results = share.delete_offsets(request.group_id, deletable)
+    if results is None:  # no share partition ever initialised: Kafka's coordinator answers no topic at all
+        return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=refused)
+    ids = dict(deletable)
+    done: list[Any] = []
+    rejected: list[Any] = []
+    failed: list[Any] = []
+    for topic in topics:
+        name = topic.topic_name
+        if name in unknown:
+            rejected.append(topic_cls(topic_name=name, topic_id=ZERO_UUID,
+                                      error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                      error_message=_UNKNOWN_TOPIC_OR_PARTITION))
+        elif name in results:
+            code, message = results[name]
+            if code is ErrorCode.NONE:
+                done.append(topic_cls(topic_name=name, topic_id=ids[name], error_code=code, error_message=None))
+            else:  # the coordinator's refusals (in request order), then the failed deletions
+                (rejected if message else failed).append(
+                    topic_cls(topic_name=name, topic_id=ZERO_UUID, error_code=code, error_message=message))
+    return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=refused + done + rejected + failed)
 
 
 def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator | None, group_id: str,

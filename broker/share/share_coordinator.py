@@ -14,16 +14,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from minikafka.broker.share.share_group import ShareGroup, ShareGroupError, ShareGroupHeartbeatResult
+from minikafka.broker.share import state_partition_metadata as spm
+from minikafka.broker.share.share_coordinator_state import ShareStateError
+from minikafka.broker.share.share_group import (
+    ShareGroup,
+    ShareGroupError,
+    ShareGroupHeartbeatResult,
+    StatePartitionMetadata,
+    TopicPartitions,
+)
 from minikafka.broker.share.share_group_configs import (
     ShareGroupBrokerConfig,
     ShareGroupSettings,
     share_group_config,
 )
-from minikafka.broker.share.share_group_records import records_between, snapshot
+from minikafka.broker.share.share_group_records import (
+    group_tombstones,
+    records_between,
+    snapshot,
+    state_partition_metadata_record,
+)
+from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET
 from minikafka.broker.share.share_partition_manager import SharePartitionManager
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError
 from minikafka.storage.clock import Clock
@@ -155,12 +169,13 @@ class ShareCoordinator:
         group.heartbeat_interval_ms = settings.heartbeat_interval_ms
         group.max_size = self.broker_config["group.share.max.size"]
 
-    def subscribes(self, group_id: str, topic: str) -> bool:
-        """Whether a member of share group `group_id` subscribes to `topic`: Kafka's group coordinator initialises
-        a topic's share partitions (InitializeShareGroupState) only then, and a ShareFetch of any other partition
-        is refused (the share coordinator's "Read on uninitialized share partition")."""
+    def is_initialized(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether the group's ShareGroupStatePartitionMetadata has the share partition initialised: Kafka's group
+        coordinator initialises a topic's share partitions (InitializeShareGroupState) when a member subscribes to
+        it, and they stay initialised when the members leave, until DeleteShareGroupOffsets or DeleteGroups."""
         group = self.groups.get(group_id)
-        return group is not None and any(topic in m.subscribed_topic_names for m in group.members.values())
+        return group is not None and group.state_partitions is not None \
+            and group.state_partitions.is_initialized(topic_id, partition)
 
     def topics_image(self) -> dict[str, tuple[uuid.UUID, int]]:
         return {name: (t.topic_id, t.num_partitions) for name, t in self.replica_manager.topics().items()}
@@ -206,6 +221,7 @@ class ShareCoordinator:
         error = self._persist(before, group)
         if error is not ErrorCode.NONE:
             raise ShareGroupError(error, "The coordinator could not persist the group.")
+        await self._initialize_subscribed(group)
         self.arm_timer()
         return result
 
@@ -214,6 +230,107 @@ class ShareCoordinator:
         if not records:
             return ErrorCode.NONE
         return self.group_store.append_records(group.group_id, records)
+
+    # -- share-partition initialisation (ShareGroupStatePartitionMetadata) ------------------------------------
+    def _write_state_partitions(self, group: ShareGroup, metadata: StatePartitionMetadata) -> ErrorCode:
+        """Write the group's ShareGroupStatePartitionMetadata record and keep it once written."""
+        error = self.group_store.append_records(group.group_id, [state_partition_metadata_record(group.group_id,
+                                                                                                 metadata)])
+        if error is ErrorCode.NONE:
+            group.state_partitions = metadata
+        return error
+
+    async def _initialize_subscribed(self, group: ShareGroup) -> None:
+        """After a heartbeat: initialise the subscribed partitions not initialised yet, as Kafka's heartbeat does
+        with InitializeShareGroupState (a fresh state at start offset -1 and the group epoch as state epoch; the
+        first ShareFetch resolves `share.auto.offset.reset`). A partition that already has state keeps it. A
+        failure is logged and retried at the next heartbeat; the heartbeat itself succeeded, as in Kafka."""
+        if not self.partitions.loaded:
+            return  # `__share_group_state` is loading: Kafka's persister would fail; the next heartbeat retries
+        subscribed = {name for member in group.members.values() for name in member.subscribed_topic_names}
+        change = spm.to_initialize(group.state_partitions or spm.EMPTY, subscribed, self.topics_image())
+        if not change:
+            return
+        store = self.partitions.store
+        await store.ensure_topic()
+        now_ms = self.clock.time_ms()
+
+        def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
+            if store.state.state(group.group_id, topic_id, partition) is not None:
+                return ErrorCode.NONE
+            record = store.state.initialize_state(group.group_id, topic_id, partition, state_epoch=group.group_epoch,
+                                                  start_offset=UNINITIALIZED_START_OFFSET, now_ms=now_ms)
+            return store.write(record)
+
+        self.initialize(group, change, write_state)
+
+    def initialize(
+        self, group: ShareGroup, change: TopicPartitions, write_state: Callable[[uuid.UUID, int], ErrorCode]
+    ) -> dict[tuple[uuid.UUID, int], ErrorCode]:
+        """Initialise share partitions as Kafka's group coordinator does: `change` is written as initializing,
+        `write_state` writes each partition's state (the persister's InitializeShareGroupState), then the ones
+        written become initialized and the others leave initializing. Returns each partition's error."""
+        errors: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+        error = self._write_state_partitions(group, spm.begin_initializing(group.state_partitions or spm.EMPTY,
+                                                                           change))
+        if error is not ErrorCode.NONE:
+            log.warning("share group %s: could not record initializing partitions: %s", group.group_id, error.name)
+            return {(t, p): error for t, (_name, partitions) in change.items() for p in partitions}
+        for topic_id, (_name, partitions) in change.items():
+            for partition in sorted(partitions):
+                try:
+                    errors[(topic_id, partition)] = write_state(topic_id, partition)
+                except ShareStateError as refused:
+                    errors[(topic_id, partition)] = ErrorCode(refused.error_code)
+        done = {t: (name, frozenset(p for p in partitions if errors[(t, p)] is ErrorCode.NONE))
+                for t, (name, partitions) in change.items()}
+        done = {t: v for t, v in done.items() if v[1]}
+        failed = {t: (name, frozenset(p for p in partitions if errors[(t, p)] is not ErrorCode.NONE))
+                  for t, (name, partitions) in change.items()}
+        failed = {t: v for t, v in failed.items() if v[1]}
+        metadata = group.state_partitions or spm.EMPTY
+        if done:
+            metadata = spm.finish_initializing(metadata, done)
+        if failed:
+            log.warning("share group %s: could not initialise the state of %s", group.group_id, failed)
+            metadata = spm.uninitialize(metadata, failed)
+        self._write_state_partitions(group, metadata)
+        return errors
+
+    def delete_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, uuid.UUID]]
+    ) -> dict[str, tuple[ErrorCode, str | None]] | None:
+        """DeleteShareGroupOffsets of an (empty) group, as Kafka's group coordinator: an initialised topic moves
+        to deleting, its share partitions' state is deleted, and it leaves deleting; a topic already deleting is
+        deleted again; any other is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information to delete.").
+        None when the group never initialised a share partition: Kafka then answers no topic at all."""
+        group = self.groups[group_id]
+        metadata = group.state_partitions
+        results: dict[str, tuple[ErrorCode, str | None]] = {}
+        if metadata is None:
+            return None
+        eligible = [(name, t) for name, t in topics if t in metadata.initialized or t in metadata.deleting]
+        for name, topic_id in topics:
+            if (name, topic_id) not in eligible:
+                results[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")
+        error = self._write_state_partitions(group, spm.delete_offsets(metadata, [t for _n, t in eligible]))
+        if error is not ErrorCode.NONE:
+            return {**results, **{name: (error, None) for name, _t in eligible}}
+        store = self.partitions.store
+        deleted = []
+        for name, topic_id in eligible:
+            code = ErrorCode.NONE
+            for key in [k for k in store.state.share_partitions() if k[0] == group_id and k[1] == topic_id]:
+                written = store.write(store.state.delete_state(*key))
+                self.partitions.share_partitions.pop(key, None)
+                if written is not ErrorCode.NONE:
+                    code = written
+            results[name] = (code, None)
+            if code is ErrorCode.NONE:
+                deleted.append(topic_id)
+        if deleted:
+            self._write_state_partitions(group, spm.finish_deleting(group.state_partitions or spm.EMPTY, deleted))
+        return results
 
     # -- connections -----------------------------------------------------------------------------------------
     def on_disconnect(self, session: Session) -> None:
@@ -235,16 +352,15 @@ class ShareCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        from minikafka.broker.share.share_group_records import GROUP_METADATA, TARGET_METADATA
-
-        tombstones: list[tuple[bytes, bytes | None]] = [
-            (TARGET_METADATA.encode_key(group_id=group_id), None),
-            (GROUP_METADATA.encode_key(group_id=group_id), None),
-        ]
-        error = self.group_store.append_records(group_id, tombstones)
+        if group.state_partitions is not None:
+            # Kafka first records every topic as deleting, deletes the state, then writes the tombstones
+            error = self._write_state_partitions(group, spm.delete_all(group.state_partitions))
+            if error is not ErrorCode.NONE:
+                return error
+        self.partitions.delete_group_state(group_id)
+        error = self.group_store.append_records(group_id, group_tombstones(group))
         if error is ErrorCode.NONE:
             del self.groups[group_id]
-            self.partitions.delete_group_state(group_id)
         return error
 
     # -- timers ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "ShareGroupHeartbeatResult",
     "ShareGroupMember",
     "ShareGroupState",
+    "StatePartitionMetadata",
 ]
 
 UNKNOWN_MEMBER_ID = 25
@@ -71,6 +72,24 @@ class ShareGroupMember:
     assignment: Mapping[uuid.UUID, frozenset[int]] = field(default_factory=dict)
 
 
+#: topic id -> (topic name, partitions): one list of Kafka's ShareGroupStatePartitionMetadata record.
+TopicPartitions = Mapping[uuid.UUID, tuple[str, frozenset[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class StatePartitionMetadata:
+    """Kafka's ShareGroupStatePartitionMetadata of one group: the share partitions whose state in
+    `__share_group_state` is being initialised, is initialised (only those are served), or is being deleted."""
+
+    initializing: TopicPartitions = field(default_factory=dict)
+    initialized: TopicPartitions = field(default_factory=dict)
+    deleting: Mapping[uuid.UUID, str] = field(default_factory=dict)
+
+    def is_initialized(self, topic_id: uuid.UUID, partition: int) -> bool:
+        entry = self.initialized.get(topic_id)
+        return entry is not None and partition in entry[1]
+
+
 @dataclass(frozen=True, slots=True)
 class ShareGroupHeartbeatResult:
     member_id: str
@@ -100,6 +119,8 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.members: dict[str, ShareGroupMember] = {}
         self.target_assignment: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+        #: the group's ShareGroupStatePartitionMetadata record (None: it has none); the coordinator keeps it
+        self.state_partitions: StatePartitionMetadata | None = None
         self._deadlines_ms: dict[str, int] = {}
         self._subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = {}
 

@@ -1,11 +1,13 @@
-"""A share group's records in `__consumer_offsets`, in Apache Kafka 4.3.1's layouts (record types 10-14:
+"""A share group's records in `__consumer_offsets`, in Apache Kafka 4.3.1's layouts (record types 10-15:
 ShareGroupMemberMetadata, ShareGroupMetadata, ShareGroupTargetAssignmentMetadata, ShareGroupTargetAssignmentMember,
-ShareGroupCurrentMemberAssignment), and their replay into a `ShareGroup`.
+ShareGroupCurrentMemberAssignment, ShareGroupStatePartitionMetadata), and their replay into a `ShareGroup`.
 
 `records_between(before, after)` turns what one heartbeat (or a session expiry) changed into the records Kafka
 writes for it, in Kafka's order: subscriptions, then the group epoch, then the target assignment (members, then
 its epoch), then current assignments; a member that left gets tombstones (current assignment, target member,
-subscription). `replay` applies one record; loading a group is replaying its records, and a group rebuilt that
+subscription). `state_partition_metadata_record` is the whole ShareGroupStatePartitionMetadata of a group (Kafka
+rewrites it whole on every change), written by the coordinator around share-state initialisation and deletion.
+`replay` applies one record; loading a group is replaying its records, and a group rebuilt that
 way equals the live one. MetadataHash is written as 0: Kafka uses it only to notice topic changes on its own
 coordinator, and minikafka compares the topics themselves. Pure functions over the groups they are given; not
 thread-safe (the coordinator's loop owns the groups).
@@ -18,18 +20,28 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from minikafka.broker.share.share_group import ShareGroup, ShareGroupMember
+from minikafka.broker.share.share_group import ShareGroup, ShareGroupMember, StatePartitionMetadata
 from minikafka.protocol.coordinator_record_schema import CoordinatorRecordSchema
 
-__all__ = ["SHARE_GROUP_RECORD_TYPES", "records_between", "replay", "snapshot"]
+__all__ = [
+    "SHARE_GROUP_RECORD_TYPES",
+    "group_tombstones",
+    "records_between",
+    "replay",
+    "snapshot",
+    "state_partition_metadata_record",
+]
 
 MEMBER_METADATA = CoordinatorRecordSchema("ShareGroupMemberMetadata")
 GROUP_METADATA = CoordinatorRecordSchema("ShareGroupMetadata")
 TARGET_METADATA = CoordinatorRecordSchema("ShareGroupTargetAssignmentMetadata")
 TARGET_MEMBER = CoordinatorRecordSchema("ShareGroupTargetAssignmentMember")
 CURRENT_ASSIGNMENT = CoordinatorRecordSchema("ShareGroupCurrentMemberAssignment")
+STATE_PARTITION_METADATA = CoordinatorRecordSchema("ShareGroupStatePartitionMetadata")
 _SCHEMAS = {
-    s.record_type: s for s in (MEMBER_METADATA, GROUP_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
+    s.record_type: s
+    for s in (MEMBER_METADATA, GROUP_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT,
+              STATE_PARTITION_METADATA)
 }
 SHARE_GROUP_RECORD_TYPES = frozenset(_SCHEMAS)
 _MEMBER_STATE_STABLE = 0
@@ -133,6 +145,53 @@ def records_between(before: ShareGroupView | None, after: ShareGroup) -> list[Re
     return records
 
 
+def state_partition_metadata_record(group_id: str, metadata: StatePartitionMetadata) -> Record:
+    """Kafka's newShareGroupStatePartitionMetadataRecord (topics in id order, partitions ascending)."""
+    fields = STATE_PARTITION_METADATA.value_class.fields
+    partitions_info = fields["initializing_topics"].data_class
+    topic_info = fields["deleting_topics"].data_class
+
+    def with_partitions(topics: Mapping[uuid.UUID, tuple[str, frozenset[int]]]) -> list[Any]:
+        return [partitions_info(topic_id=topic_id, topic_name=name, partitions=sorted(partitions))
+                for topic_id, (name, partitions) in sorted(topics.items())]
+
+    return (
+        STATE_PARTITION_METADATA.encode_key(group_id=group_id),
+        STATE_PARTITION_METADATA.encode_value(
+            initializing_topics=with_partitions(metadata.initializing),
+            initialized_topics=with_partitions(metadata.initialized),
+            deleting_topics=[topic_info(topic_id=topic_id, topic_name=name)
+                             for topic_id, name in sorted(metadata.deleting.items())],
+        ),
+    )
+
+
+def group_tombstones(group: ShareGroup) -> list[Record]:
+    """Kafka's ShareGroup.createGroupTombstoneRecords, in its order: each member's current assignment, target
+    assignment, the target assignment metadata, each member's subscription, the state-partition metadata, the
+    group epoch."""
+    group_id = group.group_id
+    records: list[Record] = [(CURRENT_ASSIGNMENT.encode_key(group_id=group_id, member_id=m), None)
+                             for m in group.members]
+    records += [(TARGET_MEMBER.encode_key(group_id=group_id, member_id=m), None) for m in group.members]
+    records.append((TARGET_METADATA.encode_key(group_id=group_id), None))
+    records += [(MEMBER_METADATA.encode_key(group_id=group_id, member_id=m), None) for m in group.members]
+    records.append((STATE_PARTITION_METADATA.encode_key(group_id=group_id), None))
+    records.append((GROUP_METADATA.encode_key(group_id=group_id), None))
+    return records
+
+
+def _state_partition_metadata(data: Any) -> StatePartitionMetadata:
+    def with_partitions(topics: Any) -> dict[uuid.UUID, tuple[str, frozenset[int]]]:
+        return {t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in topics}
+
+    return StatePartitionMetadata(
+        initializing=with_partitions(data.initializing_topics),
+        initialized=with_partitions(data.initialized_topics),
+        deleting={t.topic_id: t.topic_name for t in data.deleting_topics},
+    )
+
+
 def replay(groups: dict[str, ShareGroup], key: bytes, value: bytes | None) -> None:
     """Apply one share-group record of `__consumer_offsets` to `groups` (created on their first record). Once
     loading is done, call each group's `on_loaded`. Raises ValueError for a record that is not a share-group record
@@ -143,10 +202,18 @@ def replay(groups: dict[str, ShareGroup], key: bytes, value: bytes | None) -> No
     if schema is None:
         raise ValueError("not a share-group record")
     fields = schema.decode_key(key)
+    data = None if value is None else schema.decode_value(value)
     group = groups.get(fields.group_id)
+    if schema is STATE_PARTITION_METADATA:
+        if data is not None:
+            if group is None:
+                group = groups[fields.group_id] = ShareGroup(fields.group_id)
+            group.state_partitions = _state_partition_metadata(data)
+        elif group is not None:  # a tombstone of a group already gone is ignored, as Kafka does
+            group.state_partitions = None
+        return
     if group is None:
         group = groups[fields.group_id] = ShareGroup(fields.group_id)
-    data = None if value is None else schema.decode_value(value)
     if schema is GROUP_METADATA:
         if data is None:
             del groups[fields.group_id]

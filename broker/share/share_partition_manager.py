@@ -2,12 +2,13 @@
 ShareAcknowledge do with them, as Apache Kafka 4.3.1's `SharePartitionManager` and `DelayedShareFetch` do.
 
 A share partition is loaded on first use from the share coordinator's state (`__share_group_state`, replayed by
-`ShareStateStore`); one the group never read is initialised at the offset `share.auto.offset.reset` gives and that
-snapshot is written first. Every acknowledgement, release, lock expiry and archive is written to
-`__share_group_state` before the request is answered, so a restart (or kill -9) loses no acknowledgement and
-redelivers nothing acknowledged. A fetch acquires records for the member from the log; with nothing to hand out
-it waits (Kafka's DelayedShareFetch: MaxWaitMs, MinBytes) until an append to one of its partitions, a release or
-an expired lock wakes it (the fetch purgatory). Event-loop thread only; not thread-safe.
+`ShareStateStore`). Only partitions the group coordinator initialised are served (`ShareCoordinator.is_initialized`,
+Kafka's ShareGroupStatePartitionMetadata; it writes their state at start offset -1); on first use that start offset
+is resolved with `share.auto.offset.reset` and the snapshot written first. Every acknowledgement, release, lock
+expiry and archive is written to `__share_group_state` before the request is answered, so a restart (or kill -9)
+loses no acknowledgement and redelivers nothing acknowledged. A fetch acquires records for the member from the log;
+with nothing to hand out it waits (Kafka's DelayedShareFetch: MaxWaitMs, MinBytes) until an append to one of its
+partitions, a release or an expired lock wakes it (the fetch purgatory). Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
@@ -99,10 +100,10 @@ class SharePartitionManager:
         share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
                                          clock_ms=self.clock.time_ms)
         state = self.store.state.state(group_id, topic_id, partition)
-        if state is None and not self.coordinator.subscribes(group_id, topic):
+        if state is None and not self.coordinator.is_initialized(group_id, topic_id, partition):
             # Kafka's code for a partition its group coordinator never initialised (its message is null)
-            raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: no member of "
-                                     f"share group {group_id} subscribes to {topic}.")
+            raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: share group "
+                                     f"{group_id} has not initialised it.")
         resolved = UNINITIALIZED_START_OFFSET
         if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
             resolved = self._resolve_start_offset(config, topic, partition)
@@ -282,9 +283,11 @@ class SharePartitionManager:
         batches: Sequence[AcknowledgementBatch],
     ) -> tuple[ErrorCode, str | None]:
         """Apply one partition's acknowledgements and persist them before answering."""
+        state = self.store.state.state(group_id, topic_id, partition)
         if self.loaded and (group_id, topic_id, partition) not in self.share_partitions \
-                and self.store.state.state(group_id, topic_id, partition) is None:
-            # Kafka acknowledges in the share partitions it has in memory only; one never read has none
+                and (state is None or state.start_offset == UNINITIALIZED_START_OFFSET):
+            # Kafka acknowledges in the share partitions it has in memory only; one never read has none (its
+            # state, if the group coordinator initialised it, is still at start offset -1)
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         try:
             share_partition = await self.share_partition(group_id, topic, topic_id, partition)

@@ -1,7 +1,8 @@
 """Apache Kafka 4.3.1's own `__share_group_state` records, written while its console share consumer (the Java
 KafkaShareConsumer) accepts, rejects or releases records, decode with minikafka's codec, encode back to the same
 bytes, and replay (`ShareCoordinatorState`) to the state the consumers left; a SharePartition loaded from that state
-delivers again exactly what Kafka would."""
+delivers again exactly what Kafka would. Its group coordinator's ShareGroupStatePartitionMetadata records (type 15 in
+`__consumer_offsets`) replay into minikafka's share groups and encode back to the same bytes."""
 
 from __future__ import annotations
 
@@ -40,21 +41,21 @@ def _share_consume(kafka: Any, topic: str, group: str, max_messages: int, *flags
     return out.split()
 
 
-def _state_records(kafka: Any) -> list[tuple[bytes, bytes | None]]:
+def _state_records(kafka: Any, topic: str = "__share_group_state") -> list[tuple[bytes, bytes | None]]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"reader-{uuid.uuid4()}",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     try:
-        metadata = consumer.list_topics("__share_group_state", timeout=30)
-        partitions = sorted(metadata.topics["__share_group_state"].partitions)
+        metadata = consumer.list_topics(topic, timeout=30)
+        partitions = sorted(metadata.topics[topic].partitions)
         assert partitions
-        consumer.assign([TopicPartition("__share_group_state", p, 0) for p in partitions])
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         records: list[tuple[bytes, bytes | None]] = []
         at_end: set[int] = set()
         while len(at_end) < len(partitions):
             message = consumer.poll(10)
-            assert message is not None, "timed out reading __share_group_state"
+            assert message is not None, f"timed out reading {topic}"
             if message.error():
                 assert message.error().code() == -191, message.error()  # _PARTITION_EOF
                 at_end.add(message.partition())
@@ -120,3 +121,27 @@ def test_kafkas_share_group_state_records_decode_and_replay(apache_kafka: Any) -
                                max_fetch_records=RECORDS, batch_size=RECORDS)
     assert result.acquired_records[0].first_offset == 0
     assert result.acquired_records[0].delivery_count == first.delivery_count + 1
+
+    # Kafka's group coordinator wrote each group's ShareGroupStatePartitionMetadata (type 15 in __consumer_offsets)
+    # as initializing, then initialized: minikafka replays those bytes and writes the same bytes for that state
+    from minikafka.broker.share.share_group import ShareGroup
+    from minikafka.broker.share.share_group_records import (
+        STATE_PARTITION_METADATA,
+        replay,
+        state_partition_metadata_record,
+    )
+
+    metadata_records = [(k, v) for k, v in _state_records(apache_kafka, "__consumer_offsets")
+                        if k is not None and k[:2] == b"\x00\x0f"]
+    share_groups: dict[str, ShareGroup] = {}
+    history = []
+    for key_bytes, value_bytes in metadata_records:
+        replay(share_groups, key_bytes, value_bytes)
+        group = share_groups[STATE_PARTITION_METADATA.decode_key(key_bytes).group_id]
+        assert group.state_partitions is not None
+        assert state_partition_metadata_record(group.group_id, group.state_partitions) == (key_bytes, value_bytes)
+        history.append((group.group_id, {n: sorted(p) for n, p in group.state_partitions.initializing.values()},
+                        {n: sorted(p) for n, p in group.state_partitions.initialized.values()}))
+    for group_id in (accepted, rejected, released):
+        assert [(initializing, initialized) for g, initializing, initialized in history if g == group_id] == [
+            ({topic: [0]}, {}), ({}, {topic: [0]})]

@@ -2,7 +2,9 @@
 a client library would hide the broker's answer: when an expired acquisition lock hands records to another member
 (timing and delivery count), which member ids ShareFetch/ShareAcknowledge accept (Kafka checks the id's form only,
 not whether the group knows the member), that leaving the group leaves the member's share session and acquired
-records alone (they end with the session or the lock, as in Kafka), and DescribeGroups/ListGroups of a share group.
+records alone (they end with the session or the lock, as in Kafka), that the share partitions a subscription
+initialised stay initialised when every member left (Kafka's ShareGroupStatePartitionMetadata) until
+DeleteShareGroupOffsets, and DescribeGroups/ListGroups of a share group.
 
 Both brokers run with group.share.min.record.lock.duration.ms=1000 (`SIDE_BY_SIDE_BROKER_PROPERTIES`)."""
 
@@ -19,6 +21,7 @@ from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.schemas import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
 from tests.apache_kafka import SIDE_BY_SIDE_BROKER_PROPERTIES
 from tests.broker.share.test_share_wire import (
     ACCEPT,
@@ -151,6 +154,44 @@ def test_a_partition_the_group_never_subscribed_to_is_not_served(target_bootstra
         join(client, group, "other-member", other)
         response, _ = fetch_until_acquired(client, group, "member", other_id, 1)
         assert acquired(response) == [(0, 1, 1)]
+
+
+def delete_share_group_offsets(client: WireClient, group: str, topics: list[str]) -> list[tuple[str, int, Any]]:
+    request = DeleteShareGroupOffsetsRequest[0]
+    response = client.request(request(group_id=group, topics=[
+        request.DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name in topics]),
+        DeleteShareGroupOffsetsResponse[0])
+    assert response.error_code == ErrorCode.NONE, response
+    return [(t.topic_name, t.error_code, t.error_message) for t in response.responses]
+
+
+def test_share_partitions_stay_initialised_after_every_member_left(target_bootstrap: str) -> None:
+    """Kafka's ShareGroupStatePartitionMetadata: the partitions a member's subscription initialised stay
+    initialised when every member left, so a ShareFetch of them is served (by a member that never joined); only
+    DeleteShareGroupOffsets makes them uninitialised again, and it refuses a topic the group never initialised."""
+    with WireClient(target_bootstrap) as client:
+        topic, group, tid = share_group(client, target_bootstrap, "left-wire", 2)
+        second, never = f"{topic}-b", f"{topic}-never"
+        create_topic(client, second)
+        create_topic(client, never)
+        second_id = topic_id(client, second)
+        deadline = time.monotonic() + 30
+        client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+        response = heartbeat(client, group, "member", 0, [topic, second])
+        while response.error_code != ErrorCode.NONE or not response.assignment \
+                or len(response.assignment.topic_partitions) < 2:
+            assert time.monotonic() < deadline, response
+            time.sleep(0.2)
+            response = heartbeat(client, group, "member", max(response.member_epoch, 0), [topic, second])
+        assert heartbeat(client, group, "member", -1, None).error_code == ErrorCode.NONE
+        response, epoch = fetch_until_acquired(client, group, "late", tid, 0)
+        assert errors(response) == (0, [(0, 0)])
+        assert acquired(response) == [(0, 1, 1)]
+        no_offsets = "There is no offset information to delete."
+        assert delete_share_group_offsets(client, group, [never, second]) == [
+            (second, 0, None), (never, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, no_offsets)]
+        refused = share_fetch(client, group, "late", epoch, second_id, max_wait_ms=1500)
+        assert errors(refused) == (0, [(0, ErrorCode.UNKNOWN_SERVER_ERROR)])
 
 
 def test_leaving_the_group_keeps_the_share_session_and_its_locks(target_bootstrap: str) -> None:

@@ -283,3 +283,73 @@ def test_member_ids_sessions_and_uninitialised_partitions_as_kafka_answers(broke
         assert [p.error_code for t in unread.responses for p in t.partitions] == [ErrorCode.UNKNOWN_SERVER_ERROR]
         unacked = share_ack(client, "g7", "m", 3, other_id, [(0, 0, [ACCEPT])])
         assert unacked.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def state_partition_records(broker: BrokerProcess, group: str) -> list[Any]:
+    """The group's ShareGroupStatePartitionMetadata records in `__consumer_offsets` (decoded; None: tombstone), in
+    the order written (one group lives in one partition). Read from the log files: call with the broker stopped."""
+    from minikafka.broker.share.share_group_records import STATE_PARTITION_METADATA as SCHEMA
+
+    found = []
+    for path in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log")):
+        for batch in iter_batches(path.read_bytes()):
+            for record in batch.records():
+                if record.key and record.key[:2] == b"\x00\x0f" and SCHEMA.decode_key(record.key).group_id == group:
+                    found.append(None if record.value is None else SCHEMA.decode_value(record.value))
+    return found
+
+
+def partition_errors(response: Any) -> list[int]:
+    return [p.error_code for t in response.responses for p in t.partitions if p.error_code]
+
+
+def topics_of(entries: Any) -> dict[str, list[int]]:
+    return {t.topic_name: sorted(t.partitions) for t in entries}
+
+
+def test_share_partitions_stay_initialised_when_members_leave_and_across_a_restart(broker: BrokerProcess) -> None:
+    # Kafka's ShareGroupStatePartitionMetadata: a heartbeat subscribing to q8 writes its partitions as initializing,
+    # initialises their state, then writes them as initialized; they stay so when every member left (a ShareFetch
+    # is served), after a restart (replayed), until DeleteShareGroupOffsets moves q8 to deleting and drops it.
+    from minikafka.protocol.schemas import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
+
+    with WireClient(broker.bootstrap) as client:
+        create_topic(client, "q8", 2)
+        create_topic(client, "q8-other")
+        tid = topic_id(client, "q8")
+        join(client, "g8", "m", "q8")
+        assert heartbeat(client, "g8", "m", -1, None).error_code == ErrorCode.NONE  # the group is empty now
+        served = share_fetch(client, "g8", "late", 0, tid)  # resolves share.auto.offset.reset (latest): 0
+        assert (served.error_code, partition_errors(served)) == (ErrorCode.NONE, [])  # nothing acquired, no error
+        produce_records(client, "q8", 2)
+        assert acquired(share_fetch(client, "g8", "late", 1, tid, max_wait_ms=2000)) == [(0, 1, 1)]
+    broker.stop()
+    written = state_partition_records(broker, "g8")
+    assert [(topics_of(r.initializing_topics), topics_of(r.initialized_topics), topics_of(r.deleting_topics))
+            for r in written] == [({"q8": [0, 1]}, {}, {}), ({}, {"q8": [0, 1]}, {})]
+    broker.start()
+    with WireClient(broker.bootstrap) as client:
+        deadline = time.monotonic() + 10
+        served = share_fetch(client, "g8", "after", 0, tid, max_wait_ms=2000)
+        while partition_errors(served) == [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+            share_fetch(client, "g8", "after", -1, tid)
+            served = share_fetch(client, "g8", "after", 0, tid, max_wait_ms=2000)
+        assert partition_errors(served) == [] and acquired(served) and acquired(served)[0][0] == 0
+        request = DeleteShareGroupOffsetsRequest[0]
+        deleted = client.request(request(group_id="g8", topics=[
+            request.DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name in ("q8", "q8-other")]),
+            DeleteShareGroupOffsetsResponse[0])
+        assert [(t.topic_name, t.error_code, t.error_message) for t in deleted.responses] == [
+            ("q8", 0, None),
+            ("q8-other", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")]
+        refused = share_fetch(client, "g8", "after", -1, tid)  # closes the session
+        refused = share_fetch(client, "g8", "again", 0, tid)
+        assert partition_errors(refused) == [ErrorCode.UNKNOWN_SERVER_ERROR]
+        assert client.request(DeleteGroupsRequest[2](groups_names=["g8"])).results[0].error_code == 0
+    broker.stop()
+    written = state_partition_records(broker, "g8")
+    assert [None if r is None else (topics_of(r.initialized_topics), [t.topic_name for t in r.deleting_topics])
+            for r in written[2:]] == [({}, ["q8"]), ({}, []), ({}, []), None]
+    broker.start()
