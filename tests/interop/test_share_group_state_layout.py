@@ -138,8 +138,15 @@ def test_kafkas_share_group_state_records_decode_and_replay(apache_kafka: Any) -
     for key_bytes, value_bytes in metadata_records:
         replay(share_groups, key_bytes, value_bytes)
         group = share_groups[STATE_PARTITION_METADATA.decode_key(key_bytes).group_id]
-        assert group.state_partitions is not None
-        assert state_partition_metadata_record(group.group_id, group.state_partitions) == (key_bytes, value_bytes)
+        metadata = group.state_partitions
+        assert metadata is not None
+        ours = state_partition_metadata_record(group.group_id, metadata)
+        if max(len(metadata.initializing), len(metadata.initialized), len(metadata.deleting)) <= 1:
+            assert ours == (key_bytes, value_bytes)
+        else:  # Kafka lists several topics in its HashMap's order, minikafka by topic id: the same state
+            again: dict[str, ShareGroup] = {}
+            replay(again, *ours)
+            assert again[group.group_id].state_partitions == metadata
         history.append((group.group_id, {n: sorted(p) for n, p in group.state_partitions.initializing.values()},
                         {n: sorted(p) for n, p in group.state_partitions.initialized.values()}))
     for group_id in (accepted, rejected, released):
