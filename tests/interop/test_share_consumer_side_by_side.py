@@ -250,7 +250,13 @@ def test_java_kafka_share_consumer(target_bootstrap: str, java_client: None, mod
                            target_bootstrap, topic, group, mode], capture_output=True, text=True, timeout=150)
     deliveries = [tuple(d) for d in parse_summary(done, "Java share consumer")["deliveries"]]
     if mode == "explicit":
-        assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1), ("release", 2)]
+        # The four records are produced one request each: when a fetch holds only the first two, the released record
+        # comes back before the later ones (on either broker), so only the release's own order is fixed.
+        assert sorted(deliveries) == sorted([("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1),
+                                             ("release", 2)]), deliveries
+        assert deliveries.index(("release", 1)) < deliveries.index(("release", 2)), deliveries
+        assert [d for d in deliveries if d != ("release", 2)] == [("accept", 1), ("release", 1), ("reject", 1),
+                                                                  ("accept-too", 1)], deliveries
     else:
         assert deliveries == [("accept", 1), ("release", 1), ("reject", 1), ("accept-too", 1)]
 
