@@ -12,13 +12,11 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.share_acknowledgements import (
-    INVALID_MEMBER_ID_MESSAGE,
     acknowledge,
     current_leader,
+    request_error,
     request_partitions,
-    valid_member_id,
 )
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_session_cache import FINAL_EPOCH, ShareSessionError
 from minikafka.protocol.api_keys import ApiKey
@@ -31,13 +29,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.SHARE_ACKNOWLEDGE, version)
+    refused = request_error(ctx, session, request.group_id, request.member_id)
+    if refused is not None:
+        return _error(cls, *refused)
     share = ctx.share_coordinator
-    if share is None:
-        return _error(cls, ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
-    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return _error(cls, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-    if not valid_member_id(request.member_id):
-        return _error(cls, ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID_MESSAGE)
+    assert share is not None
     try:
         share.partitions.sessions.acknowledge_session_update(request.group_id, request.member_id,
                                                             request.share_session_epoch)

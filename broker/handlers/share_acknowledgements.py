@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_types import (
     AcknowledgementBatch,
@@ -30,6 +30,19 @@ def valid_member_id(member_id: str | None) -> bool:
     """Kafka's only check of a ShareFetch/ShareAcknowledge member id: its form. Whether the share group knows the
     member is not asked (a member that left or never joined fetches and acknowledges on its share session)."""
     return member_id is not None and 0 < len(member_id) <= MAX_MEMBER_ID_CHARS
+
+
+def request_error(ctx: BrokerContext, session: Session, group_id: str,
+                  member_id: str | None) -> tuple[ErrorCode, str | None] | None:
+    """The top-level error ShareFetch and ShareAcknowledge answer before their share session is looked at: share
+    groups off, no READ on the group, or a malformed member id; None when the request may go on."""
+    if ctx.share_coordinator is None:
+        return ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled."
+    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if not valid_member_id(member_id):
+        return ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID_MESSAGE
+    return None
 
 
 @dataclass(frozen=True, slots=True)

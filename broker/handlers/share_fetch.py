@@ -19,14 +19,13 @@ from typing import Any
 
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.share_acknowledgements import (
-    INVALID_MEMBER_ID_MESSAGE,
     RequestPartition,
     acknowledge,
     current_leader,
+    request_error,
     request_partitions,
-    valid_member_id,
 )
-from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
+from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_partition_manager import PartitionFetch
 from minikafka.broker.share.share_session_cache import ContextKind, ShareSessionError
@@ -41,14 +40,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.SHARE_FETCH, version)
-    share = ctx.share_coordinator
-    if share is None:
-        return _error(cls, ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
     group_id, member_id = request.group_id, request.member_id
-    if not authorize(ctx, session, AclOperation.READ, ResourceType.GROUP, group_id):
-        return _error(cls, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-    if not valid_member_id(member_id):
-        return _error(cls, ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID_MESSAGE)
+    refused = request_error(ctx, session, group_id, member_id)
+    if refused is not None:
+        return _error(cls, *refused)
+    share = ctx.share_coordinator
+    assert share is not None
     requested = request_partitions(ctx, session, request.topics)
     forgotten = [(t.topic_id.bytes, p) for t in (request.forgotten_topics_data or ()) for p in t.partitions]
     has_acks = any(p.batches for p in requested)
