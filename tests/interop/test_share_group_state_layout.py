@@ -137,6 +137,8 @@ def test_kafkas_share_group_state_records_decode_and_replay(apache_kafka: Any) -
     history = []
     for key_bytes, value_bytes in metadata_records:
         replay(share_groups, key_bytes, value_bytes)
+        if value_bytes is None:
+            continue  # the tombstone of a group another test deleted on the same Kafka
         group = share_groups[STATE_PARTITION_METADATA.decode_key(key_bytes).group_id]
         metadata = group.state_partitions
         assert metadata is not None
