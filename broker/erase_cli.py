@@ -15,9 +15,7 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
@@ -64,6 +62,9 @@ def _produce_tombstone(args: argparse.Namespace, key: bytes) -> tuple[int, int]:
 
 
 def _post(url: str, headers: dict[str, str], timeout_s: float) -> tuple[int, dict[str, Any]]:
+    import urllib.error  # here: `minikafka serve` imports this module for its parser only
+    import urllib.request
+
     request = urllib.request.Request(url, data=b"", method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:

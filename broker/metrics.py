@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.metrics import Counter, Histogram
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
