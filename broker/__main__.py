@@ -24,7 +24,7 @@ from minikafka.broker.package_init import defer_package_init
 # Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
 # prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import (broker/package_init.py;
 # tests/broker/test_startup_imports.py guards the start path).
-defer_package_init("kafka", "aiokafka", "prometheus_client")
+defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client")
 
 from minikafka.broker.admin_client import (  # noqa: E402
     add_admin_credential_options,

@@ -27,7 +27,8 @@ NEVER_BEFORE_SERVING = (
     "aiohttp", "cryptography", "pyspark", "minikafka.pipeline", "minikafka.testing",
     "minikafka.broker.admin_http", "minikafka.broker.admin_auth", "minikafka.broker.console",
     "kafka.admin", "kafka.consumer", "kafka.producer", "kafka.net", "kafka.client_async",
-    "aiokafka.client", "aiokafka.consumer", "aiokafka.producer", "aiokafka.conn", "prometheus_client.exposition",
+    "aiokafka.client", "aiokafka.consumer", "aiokafka.producer", "aiokafka.conn", "aiokafka.record.memory_records",
+    "prometheus_client.exposition",
     # message classes of APIs the first requests do not use (protocol/messages.py imports them at first use)
     "kafka.protocol.admin", "kafka.protocol.consumer.group", "kafka.protocol.producer.transaction",
     "kafka.protocol.sasl",
