@@ -61,8 +61,12 @@ def __getattr__(name: str) -> type[ApiMessage]:
     The same as `class ShareFetchRequest(ApiMessage, load_json=<this package>): pass`."""
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    base = name.removesuffix("Request").removesuffix("Response")
     with _build_lock:
-        cls: type[ApiMessage] | None = globals().get(name)
-        if cls is None:
-            cls = globals()[name] = type(name, (ApiMessage,), {"__module__": __name__}, load_json=_HERE)
+        # A request and its response are built together: kafka-python finds a request's response class (its
+        # header's get_response_class) among the classes built so far.
+        for pair_name in (base + "Request", base + "Response"):
+            if pair_name not in globals():
+                globals()[pair_name] = type(pair_name, (ApiMessage,), {"__module__": __name__}, load_json=_HERE)
+    cls: type[ApiMessage] = globals()[name]
     return cls
