@@ -26,8 +26,10 @@ from minikafka.broker.faults.fault_client import AdminPortError, Faults
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("faults", help="inject wire-level faults into a running broker (tests)",
-                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = commands.add_parser(
+        "faults", help="inject wire-level faults into a running broker (tests)",
+        description="Set and clear a running broker's wire-level faults through its admin port, for tests "
+                    "(docs/testing-failures.md). The subcommands are MiniKafka.faults' methods in kebab case.")
     subcommands = parser.add_subparsers(dest="fault", required=True)
 
     def add(name: str, help_text: str, call: Callable[[Faults, argparse.Namespace], dict[str, Any]]
