@@ -75,13 +75,15 @@ def run(args: argparse.Namespace) -> int:
         faults = Faults(args.admin_url, credentials_from_args(args))
         state = args.call(faults, args)
     except ValueError as error:  # FaultError: the broker refused it; or bad credentials options
-        print(f"minikafka faults {args.fault}: {error}", file=sys.stderr)
-        return 2
+        return _fail(args, str(error), 2)
     except AdminPortError as error:
-        print(f"minikafka faults {args.fault}: {error}", file=sys.stderr)
-        return 1
+        return _fail(args, str(error), 1)
     except OSError as error:
-        print(f"minikafka faults {args.fault}: cannot reach {args.admin_url}: {error}", file=sys.stderr)
-        return 1
+        return _fail(args, f"cannot reach {args.admin_url}: {error}", 1)
     print(json.dumps(state, indent=1))
     return 0
+
+
+def _fail(args: argparse.Namespace, reason: str, exit_code: int) -> int:
+    print(f"minikafka faults {args.fault}: {reason}", file=sys.stderr)
+    return exit_code

@@ -10,7 +10,6 @@ its session timeout; and every bad input refused with one line.
 from __future__ import annotations
 
 import json
-import socket
 import struct
 import subprocess
 import sys
@@ -172,13 +171,10 @@ def test_set_rtt_holds_every_response_back_without_capping_a_connections_through
     # Five requests pipelined on one connection come back in order, together, about one round trip later (held
     # one after the other, they would take 2.5 s).
     api_versions = [struct.pack(">hhih", 18, 0, correlation_id, 4) + b"wire" for correlation_id in range(1, 6)]
-    with socket.create_connection(("127.0.0.1", kafka.port), timeout=TIMEOUT_S) as conn:
+    with WireClient(kafka.bootstrap_servers) as client:
         started = time.monotonic()
-        conn.sendall(b"".join(struct.pack(">i", len(body)) + body for body in api_versions))
-        correlation_ids = []
-        for _ in api_versions:
-            size = struct.unpack(">i", _recv_exactly(conn, 4))[0]
-            correlation_ids.append(struct.unpack(">i", _recv_exactly(conn, size)[:4])[0])
+        client.send_bytes(b"".join(struct.pack(">i", len(body)) + body for body in api_versions))
+        correlation_ids = [struct.unpack(">i", client.read_frame()[:4])[0] for _ in api_versions]
         elapsed_s = time.monotonic() - started
     assert correlation_ids == [1, 2, 3, 4, 5]
     assert 0.5 <= elapsed_s < 2.0, f"5 pipelined requests took {elapsed_s:.2f} s at a 0.5 s round trip"
@@ -186,16 +182,6 @@ def test_set_rtt_holds_every_response_back_without_capping_a_connections_through
     started = time.monotonic()
     admin.list_topics(timeout=TIMEOUT_S)
     assert time.monotonic() - started < 0.3
-
-
-def _recv_exactly(conn: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = conn.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return bytes(data)
 
 
 def group_consumer(kafka: MiniKafka, group: str, topic: str, client_id: str) -> Consumer:
