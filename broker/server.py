@@ -161,7 +161,7 @@ class KafkaServer:
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
             FaultRoutes(self.faults).register(self.admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator).register(self.admin_http)
+                    self.share_coordinator, self.faults).register(self.admin_http)
             try:
                 await self.admin_http.start()
             except OSError as error:

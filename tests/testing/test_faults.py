@@ -314,3 +314,22 @@ def test_faults_on_a_secured_broker_need_the_admin_credentials() -> None:
             secured.faults.set_rtt(1, 10)
         state = Faults(secured.admin_url, AdminCredentials("ops", "ops-plain")).set_rtt(1, 10)
         assert state["rtt_ms"] == {"1": 10}
+
+
+def test_the_console_shows_the_faults_in_force_and_nothing_once_cleared(kafka: MiniKafka) -> None:
+    def front_page() -> str:
+        with urllib.request.urlopen(f"{kafka.admin_url}/", timeout=TIMEOUT_S) as response:
+            return str(response.read().decode())
+
+    assert "Faults in force" not in front_page()
+    kafka.faults.push_request_errors("Produce", "NOT_ENOUGH_REPLICAS", broker=1, client_id="orders")
+    kafka.faults.set_rtt(1, 75)
+    kafka.faults.blackhole("victim")
+    page = front_page()
+    assert "<h1>Faults in force</h1>" in page
+    assert ("<td>push_request_errors</td><td>Produce requests to broker 1 from client ids containing &#x27;orders&#x27;"
+            "</td><td>answered NOT_ENOUGH_REPLICAS</td>") in page
+    assert "<td>set_rtt</td><td>responses of broker 1</td><td>held back 75 ms</td>" in page
+    assert "<td>blackhole</td><td>requests from client ids containing &#x27;victim&#x27;</td>" in page
+    kafka.faults.clear_faults()
+    assert "Faults in force" not in front_page()
