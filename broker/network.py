@@ -40,6 +40,7 @@ connection, hold the request, or hand the response to `respond_later`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import enum
@@ -151,7 +152,7 @@ class _NoFaults:
 class _Client:
     """One live connection's task, its protocol, peer address and last I/O time."""
 
-    __slots__ = ("busy", "conn", "ip", "last_io_s", "muted_until_s", "respond_after_s", "task")
+    __slots__ = ("busy", "conn", "held_responses", "ip", "last_io_s", "muted_until_s", "task")
 
     def __init__(self, ip: str, task: asyncio.Task[None], conn: ClientConnection) -> None:
         self.ip = ip
@@ -160,7 +161,8 @@ class _Client:
         self.last_io_s = time.monotonic()
         self.busy = False  # a request is being handled (a long-polling Fetch, a JoinGroup): never idle
         self.muted_until_s = 0.0  # KIP-219: throttled by a client quota, nothing is read before this time
-        self.respond_after_s = 0.0  # the last response `respond_later` holds is written at this time
+        #: (due time, frame, callback) of the responses `respond_later` holds, in request order
+        self.held_responses: collections.deque[tuple[float, ResponseFrame, Callable[[], None]]] = collections.deque()
 
 
 #: The connection whose request is being handled (each connection's task sets it): `throttle_connection` mutes it.
@@ -184,17 +186,29 @@ def respond_later(frame: ResponseFrame, delay_s: float, on_written: Callable[[],
     if client is None:
         on_written()
         return
-    conn = client.conn
-    client.respond_after_s = due_s = max(time.monotonic() + delay_s, client.respond_after_s)
+    held = client.held_responses
+    due_s = time.monotonic() + delay_s
+    if held:
+        due_s = max(due_s, held[-1][0])
+    held.append((due_s, frame, on_written))
+    if len(held) == 1:
+        _write_held_when_due(client)
 
-    def write() -> None:
+
+def _write_held_when_due(client: _Client) -> None:
+    """Write the held responses that are due, in order; wait for the next one. A queue rather than a timer per
+    response: timers due at the same millisecond need not fire in the order they were set."""
+    held = client.held_responses
+    now_s = time.monotonic()
+    while held and held[0][0] <= now_s:
+        _due_s, frame, on_written = held.popleft()
         try:
-            if not conn.is_lost:
-                conn.write_frame(frame)
+            if not client.conn.is_lost:
+                client.conn.write_frame(frame)
         finally:
             on_written()
-
-    asyncio.get_running_loop().call_later(max(due_s - time.monotonic(), 0.0), write)
+    if held:
+        asyncio.get_running_loop().call_later(held[0][0] - now_s, _write_held_when_due, client)
 
 
 class SocketServer:
