@@ -280,6 +280,26 @@ def test_a_blackholed_consumer_is_evicted_by_its_session_timeout(kafka: MiniKafk
         victim.close()
 
 
+def test_a_blackholed_request_is_never_answered_and_clearing_closes_its_connection(kafka: MiniKafka) -> None:
+    topic = new_topic(kafka)
+    kafka.faults.blackhole("wire-test")
+    data = ProduceRequest.TopicProduceData
+    request = ProduceRequest[9](transactional_id=None, acks=1, timeout_ms=5000, topic_data=[data(
+        name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch_of(1))])])
+    request.with_header(correlation_id=1, client_id="wire-test")
+    with WireClient(kafka.bootstrap_servers, timeout_s=1.0) as client:
+        client.send_bytes(bytes(request.encode(header=True, framed=True)))
+        with pytest.raises(TimeoutError):
+            client.read_frame()
+        kafka.faults.clear_faults()
+        assert client.is_closed_by_peer()
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    offsets = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.latest()})
+    assert offsets[TopicPartition(topic, 0)].result(TIMEOUT_S).offset == 0, "the held Produce was never served"
+    with WireClient(kafka.bootstrap_servers) as client:
+        assert client.request(request).responses[0].partition_responses[0].error_code == 0
+
+
 def test_pushed_errors_apply_only_to_matching_client_ids_and_carry_the_code_on_every_partition(
         kafka: MiniKafka) -> None:
     topic = new_topic(kafka, partitions=3)
