@@ -26,6 +26,8 @@ from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
 from minikafka.broker.erasure import Erasure
+from minikafka.broker.faults.fault_routes import FaultRoutes
+from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
@@ -88,12 +90,15 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        #: wire-level faults a test sets over the admin port (broker/faults); runtime only
+        self.faults = FaultState([config.node_id])
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
         # Listening sockets first (not serving yet): a listener on port 0 advertises the port it got.
         self.socket_server = SocketServer(self._listeners(), self.config.network_limits,
                                           sasl_mechanisms=self._sasl_mechanisms())
+        self.socket_server.faults = self.faults.brokers[self.config.node_id]
         await self.socket_server.bind()
         self.config = self.config.with_bound_ports(self.socket_server.bound_ports)
         await asyncio.to_thread(self.log_manager.startup)
@@ -154,8 +159,9 @@ class KafkaServer:
             self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
+            FaultRoutes(self.faults).register(self.admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator).register(self.admin_http)
+                    self.share_coordinator, self.faults).register(self.admin_http)
             try:
                 await self.admin_http.start()
             except OSError as error:

@@ -1,4 +1,5 @@
-"""`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups),
+"""`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups; the
+wire-level faults in force above them while any is set),
 `/topic?name=T` (partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes
 every second), `/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value
 only for `show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build
@@ -18,6 +19,7 @@ from importlib.resources import files
 from minikafka.broker.admin_http import AdminHttpServer
 from minikafka.broker.console import pages
 from minikafka.broker.console.state import ConsoleState, group_lags, share_group_views
+from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import parse_key
 from minikafka.broker.share.share_coordinator import ShareCoordinator
@@ -41,12 +43,13 @@ class Console:
 
     def __init__(self, log_manager: LogManager, log_cleaner: LogCleaner, clock: Clock,
                  group_coordinator: GroupCoordinator | None = None,
-                 share_coordinator: ShareCoordinator | None = None) -> None:
+                 share_coordinator: ShareCoordinator | None = None, faults: FaultState | None = None) -> None:
         self.state = ConsoleState(log_manager, log_cleaner)
         self.log_manager = log_manager
         self.clock = clock
         self.group_coordinator = group_coordinator
         self.share_coordinator = share_coordinator
+        self.faults = faults
         self._static = {name: files("minikafka.broker.console").joinpath("static", name).read_bytes()
                         for name in STATIC_TYPES}
 
@@ -66,7 +69,8 @@ class Console:
         topics = await asyncio.to_thread(self.state.topic_views, now_ms)
         groups = group_lags(self.group_coordinator, self.log_manager)
         share_groups = share_group_views(self.share_coordinator)
-        return 200, HTML, pages.front_page(topics, groups, share_groups, now_ms)
+        faults = self.faults.describe() if self.faults is not None else None
+        return 200, HTML, pages.front_page(topics, groups, share_groups, now_ms, faults)
 
     async def topic(self, query: dict[str, list[str]]) -> Reply:
         return await self._topic(query, pages.topic_page)

@@ -288,12 +288,15 @@ def _options(parser: argparse.ArgumentParser) -> tuple[CliOption, ...]:
 
 
 def cli_commands() -> list[CliCommand]:
-    parser = minikafka_parser()
-    commands = []
+    """Every command, a command's own subcommands (`faults set-rtt`) right after it."""
+    return list(_commands(minikafka_parser(), ""))
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str) -> Iterator[CliCommand]:
     for name, subparser, help_text in _subcommands(parser):
         usage = " ".join(subparser.format_usage().split()).removeprefix("usage: ")
-        commands.append(CliCommand(name, help_text, usage, _options(subparser)))
-    return commands
+        yield CliCommand(prefix + name, help_text, usage, _options(subparser))
+        yield from _commands(subparser, f"{prefix}{name} ")
 
 
 class _OptionRecorder:
