@@ -14,7 +14,6 @@ from prometheus_client.registry import Collector
 
 from minikafka.broker.share.share_coordinator import ShareCoordinator
 from minikafka.broker.share.share_partition import SharePartition
-from minikafka.broker.share.share_types import RecordState
 
 __all__ = ["ShareGroupCollector", "record_counts"]
 
@@ -22,8 +21,7 @@ __all__ = ["ShareGroupCollector", "record_counts"]
 def record_counts(share_partition: SharePartition) -> tuple[int, int]:
     """(in flight, archived) records between a share partition's start and end offsets: in flight is available or
     acquired, archived is rejected, over the delivery limit or aborted."""
-    states = [state for view in share_partition.in_flight_batches() for state, _count, _member in view.states]
-    return sum(1 for state in states if not state.terminal), sum(1 for state in states if state is RecordState.ARCHIVED)
+    return share_partition.in_flight_count(), share_partition.archived_count()
 
 
 class ShareGroupCollector(Collector):
@@ -50,11 +48,10 @@ class ShareGroupCollector(Collector):
         names = {topic_id.bytes: name for name, (topic_id, _count) in self._coordinator.topics_image().items()}
         totals: dict[str, dict[str, int]] = {}
         for (group_id, _topic_id, partition), share_partition in sorted(manager.share_partitions.items(), key=str):
-            views = share_partition.in_flight_batches()
             in_flight, archived = record_counts(share_partition)
             topic = names.get(share_partition.topic_id, "")
             messages.add_metric([group_id, topic, str(partition)], in_flight)
-            batches.add_metric([group_id, topic, str(partition)], len(views))
+            batches.add_metric([group_id, topic, str(partition)], share_partition.in_flight_batch_count())
             group_totals = totals.setdefault(group_id, {"in_flight": 0, "archived": 0})
             group_totals["in_flight"] += in_flight
             group_totals["archived"] += archived
