@@ -55,6 +55,8 @@ __all__ = ["SHARE_PROTOCOL_TYPE", "ShareCoordinator"]
 log = logging.getLogger(__name__)
 
 SHARE_PROTOCOL_TYPE = "share"
+#: how long a timer whose write failed (session expiry, lock expiry) waits before it tries again
+_RETRY_BACKOFF_MS = 1000
 
 
 class ShareCoordinator:
@@ -80,6 +82,7 @@ class ShareCoordinator:
         self.partitions = SharePartitionManager(self, replica_manager, store, clock)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at_ms: int | None = None
+        self._retry_at_ms = 0  # no timer fires before this (a write failed: back off rather than spin)
 
     @classmethod
     def for_broker(
@@ -206,21 +209,28 @@ class ShareCoordinator:
             group = ShareGroup(group_id)
             self._apply_settings(group)
         before = None if created else snapshot(group)
-        result = group.heartbeat(
-            member_id,
-            member_epoch,
-            subscribed_topic_names=subscribed_topic_names,
-            topics=self.topics_image(),
-            now_ms=self.clock.time_ms(),
-            rack_id=rack_id,
-            client_id=client_id,
-            client_host=client_host,
-        )
-        if created:
-            self.groups[group_id] = group
+        saved = group.copy_state()
+        try:
+            result = group.heartbeat(
+                member_id,
+                member_epoch,
+                subscribed_topic_names=subscribed_topic_names,
+                topics=self.topics_image(),
+                now_ms=self.clock.time_ms(),
+                rack_id=rack_id,
+                client_id=client_id,
+                client_host=client_host,
+            )
+        except ShareGroupError:
+            group.restore_state(saved)
+            raise
+        # Written first: a group, a member or an epoch exists in memory only once its records are in the log.
         error = self._persist(before, group)
         if error is not ErrorCode.NONE:
+            group.restore_state(saved)
             raise ShareGroupError(error, "The coordinator could not persist the group.")
+        if created:
+            self.groups[group_id] = group
         await self._initialize_subscribed(group)
         self.arm_timer()
         return result
@@ -372,7 +382,7 @@ class ShareCoordinator:
             deadlines.append(lock_deadline)
         if not deadlines:
             return
-        at_ms = min(deadlines)
+        at_ms = max(min(deadlines), self._retry_at_ms)
         if self._timer is not None and self._timer_at_ms is not None and self._timer_at_ms <= at_ms:
             return
         if self._timer is not None:
@@ -390,10 +400,15 @@ class ShareCoordinator:
         now_ms = self.clock.time_ms()
         topics = self.topics_image()
         for group in list(self.groups.values()):
-            before = snapshot(group)
+            before, saved = snapshot(group), group.copy_state()
             expired = group.expire_sessions(now_ms, topics)
-            if expired:
+            if not expired:
+                continue
+            if self._persist(before, group) is ErrorCode.NONE:
                 log.info("share group %s: members %s left (session timeout)", group.group_id, expired)
-                self._persist(before, group)
-        self.partitions.expire_acquisition_locks()
+            else:  # the members stay until their removal is written; the next timer tries again
+                group.restore_state(saved)
+                self._retry_at_ms = now_ms + _RETRY_BACKOFF_MS
+        if self.partitions.expire_acquisition_locks() is not ErrorCode.NONE:
+            self._retry_at_ms = now_ms + _RETRY_BACKOFF_MS
         self.arm_timer()

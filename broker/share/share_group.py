@@ -20,6 +20,7 @@ import enum
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from minikafka.broker.share.share_types import INVALID_REQUEST
 from minikafka.broker.share.simple_assignor import simple_assign
@@ -127,6 +128,15 @@ class ShareGroup:
     @property
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    def copy_state(self) -> dict[str, Any]:
+        """Everything a heartbeat or a session expiry may change, for `restore_state` when its records cannot be
+        written (the coordinator writes first and keeps the change only once it is in the log)."""
+        return {name: dict(value) if isinstance(value, dict) else value for name, value in vars(self).items()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, dict(value) if isinstance(value, dict) else value)
 
     def heartbeat(
         self,

@@ -16,14 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from minikafka.broker.replica_manager import FetchPartitionRequest
 from minikafka.broker.share.auto_offset_reset import resolve_start_offset
 from minikafka.broker.share.share_coordinator_state import ShareStateError, load_share_partition
-from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET, SharePartition
+from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET, ShareAcquiredRecords, SharePartition
 from minikafka.broker.share.share_session_cache import ShareSessionCache
 from minikafka.broker.share.share_types import (
     AbortedTransaction,
@@ -121,7 +122,9 @@ class SharePartitionManager:
         load_share_partition(share_partition, state, resolved_start_offset=resolved)
         log_start = self.replica_manager.log_start_offset(topic, partition)
         if share_partition.on_log_start_offset(log_start):
-            self._persist(share_partition, [])
+            error_code = self._persist(share_partition, [])
+            if error_code is not ErrorCode.NONE:  # not served: the next use loads it again from the written state
+                raise _kafka_error(error_code, "could not write the share partition's start offset")
         self.share_partitions[key] = share_partition
         return share_partition
 
@@ -162,12 +165,25 @@ class SharePartitionManager:
             return ErrorCode(error.error_code)
         return self.store.write(record)
 
-    def _changed(
-        self, share_partition: SharePartition, batches: list[PersisterStateBatch], start_offset: int | None = None
-    ) -> None:
-        """Persist, and wake fetchers waiting on this partition (records may be available again)."""
-        if batches:
-            self._persist(share_partition, batches, start_offset)
+    def _write_first(
+        self, share_partition: SharePartition, change: Callable[[], list[PersisterStateBatch]]
+    ) -> ErrorCode | None:
+        """Make `change` on the partition and write the state batches it returns; when the write fails the
+        partition is put back as it was (Kafka's rollback on a persister failure), so memory always equals
+        `__share_group_state`. No await between the change and the write: nothing else sees the change first.
+        Returns the write's error code, None when there was nothing to write."""
+        before = share_partition.snapshot()
+        start_before = share_partition.start_offset
+        writes = change()
+        if not writes:
+            return None
+        error_code = self._persist(share_partition, writes, start_before)
+        if error_code is not ErrorCode.NONE:
+            share_partition.restore(before)
+        return error_code
+
+    def _changed(self, share_partition: SharePartition) -> None:
+        """Wake fetchers waiting on this partition (records may be available again)."""
         topic = self._topic_name(share_partition.topic_id)
         if topic is not None:
             self.replica_manager.purgatory.notify_append((topic, share_partition.partition))
@@ -262,12 +278,18 @@ class SharePartitionManager:
         if not batches:
             return
         aborted = [AbortedTransaction(pid, first) for pid, first in (read.aborted_transactions or [])]
-        start_before = share_partition.start_offset
-        result = share_partition.acquire(member_id, fetch_offset, batches, max_fetch_records=max_records,
-                                         batch_size=batch_size, acquire_mode=acquire_mode,
-                                         aborted_transactions=aborted)
-        if result.archived:
-            self._persist(share_partition, result.archived, start_before)
+        results: list[ShareAcquiredRecords] = []
+
+        def acquire() -> list[PersisterStateBatch]:
+            results.append(share_partition.acquire(
+                member_id, fetch_offset, batches, max_fetch_records=max_records, batch_size=batch_size,
+                acquire_mode=acquire_mode, aborted_transactions=aborted))
+            return results[0].archived
+
+        error_code = self._write_first(share_partition, acquire)
+        if error_code not in (None, ErrorCode.NONE):  # the archived offsets could not be written: nothing was acquired
+            raise _kafka_error(error_code, "The share partition's state could not be persisted.")
+        result = results[0]
         if not result.acquired_records:
             return
         chunks = [
@@ -291,17 +313,16 @@ class SharePartitionManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         try:
             share_partition = await self.share_partition(group_id, topic, topic_id, partition)
-            start_before = share_partition.start_offset
-            writes = share_partition.acknowledge(member_id, batches)
+            error_code = self._write_first(share_partition, lambda: share_partition.acknowledge(member_id, batches))
         except ShareAcknowledgeError as error:
             return ErrorCode(error.error_code), error.message
         except KafkaError as error:
             return ErrorCode(error.error_code), str(error) or None
-        if writes:
-            error_code = self._persist(share_partition, writes, start_before)
-            if error_code is not ErrorCode.NONE:
-                return error_code, "The acknowledgement could not be persisted."
-            self._changed(share_partition, [])
+        if error_code is None:
+            return ErrorCode.NONE, None
+        if error_code is not ErrorCode.NONE:
+            return error_code, "The acknowledgement could not be persisted."
+        self._changed(share_partition)
         return ErrorCode.NONE, None
 
     def release_member(
@@ -314,10 +335,13 @@ class SharePartitionManager:
                 continue
             if partitions is not None and (topic_id.bytes, partition) not in partitions:
                 continue
-            start_before = share_partition.start_offset
-            writes = share_partition.release_acquired_records(member_id)
-            if writes:
-                self._changed(share_partition, writes, start_before)
+            release = partial(share_partition.release_acquired_records, member_id)
+            error_code = self._write_first(share_partition, release)
+            if error_code is ErrorCode.NONE:
+                self._changed(share_partition)
+            elif error_code is not None:  # they stay acquired until their locks run out (the expiry writes again)
+                log.warning("share group %s: could not release %s's records: %s", group_id, member_id,
+                            error_code.name)
 
     def on_group_config(self, group_id: str, config: ShareGroupConfig) -> None:
         for (group, _topic_id, _partition), share_partition in self.share_partitions.items():
@@ -334,12 +358,17 @@ class SharePartitionManager:
         deadlines = [d for d in (p.next_lock_deadline_ms() for p in self.share_partitions.values()) if d is not None]
         return min(deadlines) if deadlines else None
 
-    def expire_acquisition_locks(self) -> None:
+    def expire_acquisition_locks(self) -> ErrorCode:
+        """Release the records whose locks ran out, written first; the first write error, if any (those records
+        stay acquired in memory and in the log, and the caller retries)."""
+        failed = ErrorCode.NONE
         for share_partition in self.share_partitions.values():
-            start_before = share_partition.start_offset
-            writes = share_partition.expire_acquisition_locks()
-            if writes:
-                self._changed(share_partition, writes, start_before)
+            error_code = self._write_first(share_partition, share_partition.expire_acquisition_locks)
+            if error_code is ErrorCode.NONE:
+                self._changed(share_partition)
+            elif error_code is not None and failed is ErrorCode.NONE:
+                failed = error_code
+        return failed
 
 
 def _kafka_error(code: ErrorCode, message: str) -> KafkaError:
