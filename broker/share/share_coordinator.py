@@ -79,7 +79,10 @@ class ShareCoordinator:
         self.clock = clock
         #: a GROUP resource's `share.*` overrides, by group id
         self.group_overrides: dict[str, dict[str, str]] = {}
-        self.partitions = SharePartitionManager(self, replica_manager, store, clock)
+        self.partitions = SharePartitionManager(
+            replica_manager, store, clock, max_share_sessions=broker_config["group.share.max.share.sessions"],
+            partition_config=lambda group_id: self.settings(group_id).partition, is_initialized=self.is_initialized,
+            on_acquired=self.arm_timer)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at_ms: int | None = None
         self._retry_at_ms = 0  # no timer fires before this (a write failed: back off rather than spin)

@@ -49,7 +49,6 @@ from minikafka.storage.clock import Clock
 
 if TYPE_CHECKING:
     from minikafka.broker.replica_manager import ReplicaManager
-    from minikafka.broker.share.share_coordinator import ShareCoordinator
     from minikafka.broker.share.share_state_store import ShareStateStore
 
 __all__ = ["PartitionFetch", "SharePartitionManager"]
@@ -60,6 +59,24 @@ SharePartitionKey = tuple[str, uuid.UUID, int]
 _READ_UNCOMMITTED = 0
 _READ_COMMITTED = 1
 _READ_BYTES = 1024 * 1024
+_DEFAULT_MAX_RECORDS = 500  # a ShareFetch v0 has no MaxRecords: the share consumer's max.poll.records default
+
+
+@dataclass(slots=True)
+class DelayedShareFetch:
+    """One ShareFetch waiting for records (Kafka's DelayedShareFetch): its parameters, the share partitions it
+    reads, the partitions that failed before it waited, and its response once completed."""
+
+    group_id: str
+    member_id: str
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    acquire_mode: ShareAcquireMode
+    partitions: dict[tuple[uuid.UUID, int], tuple[str, SharePartition]] = field(default_factory=dict)
+    errors: dict[tuple[uuid.UUID, int], PartitionFetch] = field(default_factory=dict)
+    completed: dict[tuple[uuid.UUID, int], PartitionFetch] | None = None
 
 
 @dataclass(slots=True)
@@ -76,16 +93,31 @@ class SharePartitionManager:
     """Share partitions, their persistence and the ShareFetch/ShareAcknowledge operations. See the module doc."""
 
     def __init__(
-        self, coordinator: ShareCoordinator, replica_manager: ReplicaManager, store: ShareStateStore, clock: Clock
+        self,
+        replica_manager: ReplicaManager,
+        store: ShareStateStore,
+        clock: Clock,
+        *,
+        max_share_sessions: int,
+        partition_config: Callable[[str], ShareGroupConfig],
+        is_initialized: Callable[[str, uuid.UUID, int], bool],
+        on_acquired: Callable[[], None] = lambda: None,
     ) -> None:
-        self.coordinator = coordinator
+        """`partition_config(group)`: a group's share-partition settings; `is_initialized(group, topic id,
+        partition)`: whether its group coordinator initialised the share partition; `on_acquired()`: records were
+        acquired (their lock deadlines need a timer). Narrow callables rather than a pointer to the coordinator."""
         self.replica_manager = replica_manager
         self.store = store
         self.clock = clock
-        self.sessions = ShareSessionCache(coordinator.broker_config["group.share.max.share.sessions"])
+        self.partition_config = partition_config
+        self.is_initialized = is_initialized
+        self.on_acquired = on_acquired
+        self.sessions = ShareSessionCache(max_share_sessions)
         self.share_partitions: dict[SharePartitionKey, SharePartition] = {}
         #: set once `__share_group_state` is loaded (ShareCoordinator.load_state)
         self.loaded = False
+        #: the share fetches waiting for records, in arrival order
+        self._waiting: list[DelayedShareFetch] = []
 
     # -- loading and persisting ------------------------------------------------------------------------------
     async def share_partition(self, group_id: str, topic: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
@@ -97,11 +129,11 @@ class SharePartitionManager:
         if not self.loaded:
             raise CoordinatorLoadInProgressError("The share coordinator is loading __share_group_state.")
         await self.store.ensure_topic()
-        config = self.coordinator.settings(group_id).partition
+        config = self.partition_config(group_id)
         share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
                                          clock_ms=self.clock.time_ms)
         state = self.store.state.state(group_id, topic_id, partition)
-        if state is None and not self.coordinator.is_initialized(group_id, topic_id, partition):
+        if state is None and not self.is_initialized(group_id, topic_id, partition):
             # Kafka's code for a partition its group coordinator never initialised (its message is null)
             raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: share group "
                                      f"{group_id} has not initialised it.")
@@ -183,7 +215,8 @@ class SharePartitionManager:
         return error_code
 
     def _changed(self, share_partition: SharePartition) -> None:
-        """Wake fetchers waiting on this partition (records may be available again)."""
+        """Records may be available again: complete the share fetches waiting on this partition and wake them."""
+        self._complete_waiting(share_partition)
         topic = self._topic_name(share_partition.topic_id)
         if topic is not None:
             self.replica_manager.purgatory.notify_append((topic, share_partition.partition))
@@ -206,37 +239,80 @@ class SharePartitionManager:
         acquire_mode: ShareAcquireMode,
     ) -> dict[tuple[uuid.UUID, int], PartitionFetch]:
         """Acquire records for the member from `partitions` (topic name, id, index), waiting up to `max_wait_ms`
-        while fewer than `min_bytes` were acquired."""
+        while fewer than `min_bytes` can be acquired, as Kafka's DelayedShareFetch: records are acquired once, when
+        the fetch completes (one `max_records` budget for the request, each log batch once), by this coroutine or
+        by whatever made records available again (an append, a release, an expired lock) while it waited."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, max_wait_ms) / 1000
-        results: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
-        while True:
-            total_bytes = 0
-            remaining_records = max_records if max_records > 0 else 500
-            for topic, topic_id, partition in partitions:
-                fetched = results.setdefault((topic_id, partition), PartitionFetch())
-                if fetched.error is not ErrorCode.NONE or remaining_records <= 0:
-                    continue
-                try:
-                    share_partition = await self.share_partition(group_id, topic, topic_id, partition)
-                    self._acquire(share_partition, member_id, topic, fetched, remaining_records, max_bytes,
-                                  batch_size, acquire_mode)
-                except KafkaError as error:
-                    fetched.error = ErrorCode(error.error_code)
-                    fetched.message = str(error) or None
-                    continue
-                remaining_records -= sum(a.count for a in fetched.acquired)
-                total_bytes += len(fetched.records)
-            acquired_any = any(f.acquired for f in results.values())
-            errors = any(f.error is not ErrorCode.NONE for f in results.values())
-            remaining_ms = int((deadline - loop.time()) * 1000)
-            if (acquired_any and total_bytes >= min_bytes) or errors or remaining_ms <= 0 or not partitions:
-                self.coordinator.arm_timer()
-                return results
-            if acquired_any and remaining_ms <= 0:
-                return results
-            await self.replica_manager.purgatory.wait_for_append(
-                [(topic, partition) for topic, _id, partition in partitions], remaining_ms)
+        fetch = DelayedShareFetch(group_id, member_id, min_bytes, max_bytes,
+                                  max_records if max_records > 0 else _DEFAULT_MAX_RECORDS, batch_size, acquire_mode)
+        for topic, topic_id, partition in partitions:
+            try:
+                fetch.partitions[(topic_id, partition)] = (
+                    topic, await self.share_partition(group_id, topic, topic_id, partition))
+            except KafkaError as error:
+                fetch.errors[(topic_id, partition)] = PartitionFetch(ErrorCode(error.error_code), str(error) or None)
+        keys = [(topic, partition) for topic, _id, partition in partitions]
+        self._waiting.append(fetch)
+        try:
+            while fetch.completed is None:
+                remaining_ms = int((deadline - loop.time()) * 1000)
+                if self._try_complete(fetch, force=bool(fetch.errors) or remaining_ms <= 0 or not partitions):
+                    break
+                await self.replica_manager.purgatory.wait_for_append(keys, remaining_ms)
+        finally:
+            self._waiting.remove(fetch)
+        assert fetch.completed is not None
+        return fetch.completed
+
+    def _try_complete(self, fetch: DelayedShareFetch, *, force: bool) -> bool:
+        """Complete `fetch` when it can acquire something (or must answer now: `force`): acquire, one pass over
+        its partitions with one record budget, and keep the result. False leaves nothing acquired."""
+        if fetch.completed is not None:
+            return True
+        if not force and fetch.min_bytes > 1 and self._readable_bytes(fetch) < fetch.min_bytes:
+            return False
+        results: dict[tuple[uuid.UUID, int], PartitionFetch] = dict(fetch.errors)
+        remaining_records = fetch.max_records
+        for key, (topic, share_partition) in fetch.partitions.items():
+            fetched = results[key] = PartitionFetch()
+            if remaining_records <= 0:
+                continue
+            try:
+                self._acquire(share_partition, fetch.member_id, topic, fetched, remaining_records, fetch.max_bytes,
+                              fetch.batch_size, fetch.acquire_mode)
+            except KafkaError as error:
+                fetched.error = ErrorCode(error.error_code)
+                fetched.message = str(error) or None
+            remaining_records -= sum(a.count for a in fetched.acquired)
+        if not force and not any(f.acquired for f in results.values()):
+            return False
+        fetch.completed = results
+        self.on_acquired()
+        return True
+
+    def _readable_bytes(self, fetch: DelayedShareFetch) -> int:
+        """The bytes a completion could read now (DelayedShareFetch's minBytes check), acquiring nothing."""
+        total = 0
+        for topic, share_partition in fetch.partitions.values():
+            if not share_partition.can_acquire_records():
+                continue
+            read_bytes = min(fetch.max_bytes, _READ_BYTES)
+            request = FetchPartitionRequest(topic, share_partition.partition, share_partition.next_fetch_offset(),
+                                            read_bytes)
+            reads, _total = self.replica_manager.read_partitions([request], read_bytes, _READ_COMMITTED if (
+                share_partition.config.isolation_level is IsolationLevel.READ_COMMITTED) else _READ_UNCOMMITTED)
+            read = reads[(topic, share_partition.partition)]
+            total += 0 if read.error is not None else len(read.records)
+        return total
+
+    def _complete_waiting(self, share_partition: SharePartition) -> None:
+        """Records of `share_partition` may be available again: the fetches waiting on it complete now, in the
+        order they arrived (Kafka completes its delayed share fetches from the releasing thread), and wake."""
+        key = (uuid.UUID(bytes=share_partition.topic_id), share_partition.partition)
+        for fetch in list(self._waiting):
+            if fetch.completed is None and fetch.group_id == share_partition.group_id and key in fetch.partitions:
+                self._try_complete(fetch, force=False)
 
     def _acquire(
         self,
