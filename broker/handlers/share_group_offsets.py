@@ -112,14 +112,14 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     topic_cls = cls.AlterShareGroupOffsetsResponseTopic
     partition_cls = topic_cls.AlterShareGroupOffsetsResponsePartition
     share = ctx.share_coordinator
-    error = _group_error(ctx, session, share, request.group_id, AclOperation.READ)
+    error = _group_error(ctx, session, share, request.group_id, AclOperation.READ, create=True)
     if error is not None:
         return cls(throttle_time_ms=0, error_code=error[0], error_message=error[1], responses=[])
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
     now_ms = share.clock.time_ms()
-    group = share.groups[request.group_id]
+    group = share.group_or_new(request.group_id)
     # Kafka records the altered partitions as initializing, initialises their state at the new start offsets,
     # then records them as initialized (ShareGroupStatePartitionMetadata)
     change: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
@@ -224,7 +224,9 @@ async def handle_delete(ctx: BrokerContext, event: RequestReceived, session: Ses
 
 
 def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator | None, group_id: str,
-                 operation: AclOperation) -> tuple[ErrorCode, str | None] | None:
+                 operation: AclOperation, create: bool = False) -> tuple[ErrorCode, str | None] | None:
+    """The group-level refusal, if any; `create`: a share group that does not exist yet is no refusal (Kafka's
+    AlterShareGroupOffsets creates it)."""
     if not authorize(ctx, session, operation, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
     status = ctx.group_coordinator.validate_group_status(group_id)
@@ -236,7 +238,7 @@ def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator |
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     group = share.groups.get(group_id)
     if group is None:
-        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        return None if create else (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
     if group.members:
         return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
     return None

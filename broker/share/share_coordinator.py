@@ -251,7 +251,17 @@ class ShareCoordinator:
                                                                                                  metadata)])
         if error is ErrorCode.NONE:
             group.state_partitions = metadata
+            self.groups.setdefault(group.group_id, group)  # a new group exists once its first record is written
         return error
+
+    def group_or_new(self, group_id: str) -> ShareGroup:
+        """The share group, or a new empty one that joins `groups` only once a record of it is written (Kafka's
+        getOrMaybeCreatePersistedShareGroup: AlterShareGroupOffsets of a group with no members yet creates it)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = ShareGroup(group_id)
+            self._apply_settings(group)
+        return group
 
     async def _initialize_subscribed(self, group: ShareGroup) -> None:
         """After a heartbeat: initialise the subscribed partitions not initialised yet, as Kafka's heartbeat does
@@ -347,13 +357,15 @@ class ShareCoordinator:
 
     # -- connections -----------------------------------------------------------------------------------------
     def on_disconnect(self, session: Session) -> None:
-        """A client connection closed: the share session opened on it ends and its member's acquired records go
+        """A client connection closed: the share sessions opened on it end and their members' acquired records go
         back to the group at once, as Kafka's connection-disconnect listener does (not when their locks expire)."""
         if not session.connection_id:
             return
         ended = self.partitions.sessions.on_disconnect(session.connection_id)
-        if ended is not None:
-            self.partitions.release_member(ended.group_id, ended.member_id, list(ended.partitions))
+        for share_session in ended:
+            self.partitions.release_member(share_session.group_id, share_session.member_id,
+                                           list(share_session.partitions))
+        if ended:
             self.arm_timer()
 
     # -- DeleteGroups ----------------------------------------------------------------------------------------

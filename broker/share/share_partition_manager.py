@@ -112,7 +112,7 @@ class SharePartitionManager:
         self.partition_config = partition_config
         self.is_initialized = is_initialized
         self.on_acquired = on_acquired
-        self.sessions = ShareSessionCache(max_share_sessions)
+        self.sessions = ShareSessionCache(max_share_sessions, clock_ms=clock.time_ms)
         self.share_partitions: dict[SharePartitionKey, SharePartition] = {}
         #: set once `__share_group_state` is loaded (ShareCoordinator.load_state)
         self.loaded = False
