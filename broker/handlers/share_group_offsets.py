@@ -91,7 +91,7 @@ def _wanted(share: ShareCoordinator, group_id: str, topics: Any) -> dict[str, li
 
 def _describe_partition(ctx: BrokerContext, share: ShareCoordinator, partition_cls: Any, group_id: str, topic: str,
                         topic_id: uuid.UUID, partition: int) -> Any:
-    state = share.partitions.store.state.state(group_id, topic_id, partition)
+    state = share.persister.read_state(group_id, topic_id, partition)
     start = UNINITIALIZED_START_OFFSET if state is None else state.start_offset
     lag = _UNINITIALIZED_LAG
     if state is not None and start != UNINITIALIZED_START_OFFSET \
@@ -118,7 +118,6 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
-    now_ms = share.clock.time_ms()
     group = share.group_or_new(request.group_id)
     # Kafka records the altered partitions as initializing, initialises their state at the new start offsets,
     # then records them as initialized (ShareGroupStatePartitionMetadata)
@@ -136,7 +135,7 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
 
     def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
         code, messages[(topic_id, partition)] = _reset(share, request.group_id, topic_id, partition,
-                                                       offsets[(topic_id, partition)], now_ms)
+                                                       offsets[(topic_id, partition)])
         return code
 
     codes = share.initialize(group, change, write_state) if change else {}
@@ -160,18 +159,16 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
 
 
-def _reset(share: ShareCoordinator, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
-           now_ms: int) -> tuple[ErrorCode, str | None]:
-    store = share.partitions.store
-    current = store.state.state(group_id, topic_id, partition)
+def _reset(share: ShareCoordinator, group_id: str, topic_id: uuid.UUID, partition: int,
+           start_offset: int) -> tuple[ErrorCode, str | None]:
+    current = share.persister.read_state(group_id, topic_id, partition)
     try:
-        record = store.state.initialize_state(group_id, topic_id, partition,
-                                              state_epoch=0 if current is None else current.state_epoch + 1,
-                                              start_offset=start_offset, now_ms=now_ms)
+        code = share.persister.initialize_state(group_id, topic_id, partition,
+                                                state_epoch=0 if current is None else current.state_epoch + 1,
+                                                start_offset=start_offset)
     except ShareStateError as error:
         return ErrorCode(error.error_code), str(error)
-    code = store.write(record)
-    share.partitions.share_partitions.pop((group_id, topic_id, partition), None)  # reloaded at its next fetch
+    share.partitions.forget(group_id, topic_id, partition)  # reloaded at its next fetch
     return code, None
 
 

@@ -17,28 +17,30 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from minikafka.broker.share import state_partition_metadata as spm
-from minikafka.broker.share.share_coordinator_state import ShareStateError
-from minikafka.broker.share.share_group import (
+from minikafka.broker.groups import state_partition_metadata as spm
+from minikafka.broker.groups.share_group import (
     ShareGroup,
     ShareGroupError,
     ShareGroupHeartbeatResult,
     StatePartitionMetadata,
     TopicPartitions,
 )
-from minikafka.broker.share.share_group_configs import (
-    ShareGroupBrokerConfig,
-    ShareGroupSettings,
-    share_group_config,
-)
-from minikafka.broker.share.share_group_records import (
+from minikafka.broker.groups.share_group_records import (
     group_tombstones,
     records_between,
     snapshot,
     state_partition_metadata_record,
 )
+from minikafka.broker.share.persister import CoordinatorPersister, Persister
+from minikafka.broker.share.share_coordinator_state import ShareStateError
+from minikafka.broker.share.share_group_configs import (
+    ShareGroupBrokerConfig,
+    ShareGroupSettings,
+    share_group_config,
+)
 from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET
 from minikafka.broker.share.share_partition_manager import SharePartitionManager
+from minikafka.broker.share.share_read_model import ShareGroupSummary, SharePartitionSummary, ShareReadModel
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError
 from minikafka.storage.clock import Clock
 
@@ -79,8 +81,10 @@ class ShareCoordinator:
         self.clock = clock
         #: a GROUP resource's `share.*` overrides, by group id
         self.group_overrides: dict[str, dict[str, str]] = {}
+        #: share-partition state, read and written (the share coordinator's `__share_group_state`)
+        self.persister: Persister = CoordinatorPersister(store, clock)
         self.partitions = SharePartitionManager(
-            replica_manager, store, clock, max_share_sessions=broker_config["group.share.max.share.sessions"],
+            replica_manager, self.persister, clock, max_share_sessions=broker_config["group.share.max.share.sessions"],
             partition_config=lambda group_id: self.settings(group_id).partition, is_initialized=self.is_initialized,
             on_acquired=self.arm_timer)
         self._timer: asyncio.TimerHandle | None = None
@@ -119,10 +123,10 @@ class ShareCoordinator:
     async def load_state(self) -> None:
         """Load `__share_group_state`, before the groups: until it is loaded, share partitions answer
         COORDINATOR_LOAD_IN_PROGRESS (a partition initialised meanwhile would forget its persisted state)."""
-        await self.partitions.store.load_all()
+        await self.persister.load()
         self.partitions.loaded = True
         log.info("Loaded the state of %d share partitions from __share_group_state",
-                 len(self.partitions.store.state.share_partitions()))
+                 len(self.persister.share_partitions()))
 
     def on_groups_loaded(self) -> None:
         """The share groups came back with `__consumer_offsets`: fresh sessions, their settings, the timer."""
@@ -182,6 +186,23 @@ class ShareCoordinator:
         group = self.groups.get(group_id)
         return group is not None and group.state_partitions is not None \
             and group.state_partitions.is_initialized(topic_id, partition)
+
+    def read_model(self) -> ShareReadModel:
+        """What the console and the metrics read (see `share_read_model`). Event loop only."""
+        names = {topic_id: name for name, (topic_id, _count) in self.topics_image().items()}
+        partitions = sorted(
+            (SharePartitionSummary(
+                group_id, topic_id, names.get(topic_id, str(topic_id)), partition, share_partition.start_offset,
+                share_partition.end_offset, share_partition.in_flight_count(), share_partition.archived_count(),
+                share_partition.in_flight_batch_count())
+             for (group_id, topic_id, partition), share_partition in self.partitions.share_partitions.items()),
+            key=lambda p: (p.group_id, p.topic, p.partition))
+        groups = tuple(
+            ShareGroupSummary(group_id, group.state.value,
+                              tuple(sorted((m.member_id, m.client_id, m.client_host) for m in group.members.values())))
+            for group_id, group in sorted(self.groups.items()))
+        sessions = self.partitions.sessions
+        return ShareReadModel(groups, tuple(partitions), len(sessions), sessions.total_partitions())
 
     def topics_image(self) -> dict[str, tuple[uuid.UUID, int]]:
         return {name: (t.topic_id, t.num_partitions) for name, t in self.replica_manager.topics().items()}
@@ -274,16 +295,14 @@ class ShareCoordinator:
         change = spm.to_initialize(group.state_partitions or spm.EMPTY, subscribed, self.topics_image())
         if not change:
             return
-        store = self.partitions.store
-        await store.ensure_topic()
-        now_ms = self.clock.time_ms()
+        persister = self.persister
+        await persister.ensure_ready()
 
         def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
-            if store.state.state(group.group_id, topic_id, partition) is not None:
+            if persister.read_state(group.group_id, topic_id, partition) is not None:
                 return ErrorCode.NONE
-            record = store.state.initialize_state(group.group_id, topic_id, partition, state_epoch=group.group_epoch,
-                                                  start_offset=UNINITIALIZED_START_OFFSET, now_ms=now_ms)
-            return store.write(record)
+            return persister.initialize_state(group.group_id, topic_id, partition, state_epoch=group.group_epoch,
+                                              start_offset=UNINITIALIZED_START_OFFSET)
 
         self.initialize(group, change, write_state)
 
@@ -339,13 +358,12 @@ class ShareCoordinator:
         error = self._write_state_partitions(group, spm.delete_offsets(metadata, [t for _n, t in eligible]))
         if error is not ErrorCode.NONE:
             return {**results, **{name: (error, None) for name, _t in eligible}}
-        store = self.partitions.store
         deleted = []
         for name, topic_id in eligible:
             code = ErrorCode.NONE
-            for key in [k for k in store.state.share_partitions() if k[0] == group_id and k[1] == topic_id]:
-                written = store.write(store.state.delete_state(*key))
-                self.partitions.share_partitions.pop(key, None)
+            for key in [k for k in self.persister.share_partitions() if k[0] == group_id and k[1] == topic_id]:
+                written = self.persister.delete_state(*key)
+                self.partitions.forget(*key)
                 if written is not ErrorCode.NONE:
                     code = written
             results[name] = (code, None)

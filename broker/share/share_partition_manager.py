@@ -49,7 +49,7 @@ from minikafka.storage.clock import Clock
 
 if TYPE_CHECKING:
     from minikafka.broker.replica_manager import ReplicaManager
-    from minikafka.broker.share.share_state_store import ShareStateStore
+    from minikafka.broker.share.persister import Persister
 
 __all__ = ["PartitionFetch", "SharePartitionManager"]
 
@@ -95,7 +95,7 @@ class SharePartitionManager:
     def __init__(
         self,
         replica_manager: ReplicaManager,
-        store: ShareStateStore,
+        persister: Persister,
         clock: Clock,
         *,
         max_share_sessions: int,
@@ -107,7 +107,7 @@ class SharePartitionManager:
         partition)`: whether its group coordinator initialised the share partition; `on_acquired()`: records were
         acquired (their lock deadlines need a timer). Narrow callables rather than a pointer to the coordinator."""
         self.replica_manager = replica_manager
-        self.store = store
+        self.persister = persister
         self.clock = clock
         self.partition_config = partition_config
         self.is_initialized = is_initialized
@@ -128,11 +128,11 @@ class SharePartitionManager:
             return share_partition
         if not self.loaded:
             raise CoordinatorLoadInProgressError("The share coordinator is loading __share_group_state.")
-        await self.store.ensure_topic()
+        await self.persister.ensure_ready()
         config = self.partition_config(group_id)
         share_partition = SharePartition(group_id, topic_id.bytes, partition, config=config,
                                          clock_ms=self.clock.time_ms)
-        state = self.store.state.state(group_id, topic_id, partition)
+        state = self.persister.read_state(group_id, topic_id, partition)
         if state is None and not self.is_initialized(group_id, topic_id, partition):
             # Kafka's code for a partition its group coordinator never initialised (its message is null)
             raise UnknownServerError(f"Read on uninitialized share partition {topic}-{partition}: share group "
@@ -141,15 +141,14 @@ class SharePartitionManager:
         if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
             resolved = self._resolve_start_offset(config, topic, partition)
             try:
-                record = self.store.state.initialize_state(
+                error_code = self.persister.initialize_state(
                     group_id, topic_id, partition, state_epoch=0 if state is None else state.state_epoch,
-                    start_offset=resolved, now_ms=self.clock.time_ms())
+                    start_offset=resolved)
             except ShareStateError as error:
                 raise KafkaError(str(error)) from error
-            error_code = self.store.write(record)
             if error_code is not ErrorCode.NONE:
                 raise _kafka_error(error_code, "could not initialise the share partition's state")
-            state = self.store.state.state(group_id, topic_id, partition)
+            state = self.persister.read_state(group_id, topic_id, partition)
             assert state is not None
         load_share_partition(share_partition, state, resolved_start_offset=resolved)
         log_start = self.replica_manager.log_start_offset(topic, partition)
@@ -186,16 +185,13 @@ class SharePartitionManager:
         start = share_partition.start_offset if start_offset is None else start_offset
         complete = share_partition.delivery_complete_count() + (share_partition.start_offset - start)
         try:
-            record = self.store.state.write_state(
+            return self.persister.write_state(
                 share_partition.group_id, topic_id, share_partition.partition,
-                state_epoch=share_partition.state_epoch, leader_epoch=0,
-                start_offset=start,
-                delivery_complete_count=complete,
-                state_batches=batches, now_ms=self.clock.time_ms())
+                state_epoch=share_partition.state_epoch, leader_epoch=0, start_offset=start,
+                delivery_complete_count=complete, state_batches=batches)
         except ShareStateError as error:
             log.warning("share state write refused for %s: %s", share_partition.group_id, error)
             return ErrorCode(error.error_code)
-        return self.store.write(record)
 
     def _write_first(
         self, share_partition: SharePartition, change: Callable[[], list[PersisterStateBatch]]
@@ -381,7 +377,7 @@ class SharePartitionManager:
         batches: Sequence[AcknowledgementBatch],
     ) -> tuple[ErrorCode, str | None]:
         """Apply one partition's acknowledgements and persist them before answering."""
-        state = self.store.state.state(group_id, topic_id, partition)
+        state = self.persister.read_state(group_id, topic_id, partition)
         if self.loaded and (group_id, topic_id, partition) not in self.share_partitions \
                 and (state is None or state.start_offset == UNINITIALIZED_START_OFFSET):
             # Kafka acknowledges in the share partitions it has in memory only; one never read has none (its
@@ -419,14 +415,18 @@ class SharePartitionManager:
                 log.warning("share group %s: could not release %s's records: %s", group_id, member_id,
                             error_code.name)
 
+    def forget(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Drop a share partition from memory (its state was reset or deleted); it is loaded again on next use."""
+        self.share_partitions.pop((group_id, topic_id, partition), None)
+
     def on_group_config(self, group_id: str, config: ShareGroupConfig) -> None:
         for (group, _topic_id, _partition), share_partition in self.share_partitions.items():
             if group == group_id:
                 share_partition.config = config
 
     def delete_group_state(self, group_id: str) -> None:
-        for key in [k for k in self.store.state.share_partitions() if k[0] == group_id]:
-            self.store.write(self.store.state.delete_state(*key))
+        for key in [k for k in self.persister.share_partitions() if k[0] == group_id]:
+            self.persister.delete_state(*key)
             self.share_partitions.pop(key, None)
 
     # -- locks -------------------------------------------------------------------------------------------------

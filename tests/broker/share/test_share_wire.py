@@ -288,7 +288,7 @@ def test_member_ids_sessions_and_uninitialised_partitions_as_kafka_answers(broke
 def state_partition_records(broker: BrokerProcess, group: str) -> list[Any]:
     """The group's ShareGroupStatePartitionMetadata records in `__consumer_offsets` (decoded; None: tombstone), in
     the order written (one group lives in one partition). Read from the log files: call with the broker stopped."""
-    from minikafka.broker.share.share_group_records import STATE_PARTITION_METADATA as SCHEMA
+    from minikafka.broker.groups.share_group_records import STATE_PARTITION_METADATA as SCHEMA
 
     found = []
     for path in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log")):

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from minikafka.broker.share.share_types import INVALID_REQUEST
-from minikafka.broker.share.simple_assignor import simple_assign
+from minikafka.broker.groups.simple_assignor import simple_assign
+from minikafka.protocol.errors import ErrorCode
 
 __all__ = [
     "FENCED_MEMBER_EPOCH",
@@ -232,16 +232,16 @@ class ShareGroup:
         self, member_id: str, member_epoch: int, subscribed: Sequence[str] | None, rack_id: str | None
     ) -> None:
         if not member_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "MemberId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if not self.group_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "GroupId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if rack_id is not None and not rack_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "RackId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if member_epoch == 0:
             if not subscribed:
-                raise ShareGroupError(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+                raise ShareGroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
         elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-            raise ShareGroupError(INVALID_REQUEST, "MemberEpoch is invalid.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
     def _remove(self, member_id: str, topics: TopicsImage) -> None:
         del self.members[member_id]
