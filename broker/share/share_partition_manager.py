@@ -1,14 +1,15 @@
 """`SharePartitionManager`: the share partitions of every share group on this broker and what ShareFetch and
 ShareAcknowledge do with them, as Apache Kafka 4.3.1's `SharePartitionManager` and `DelayedShareFetch` do.
 
-A share partition is loaded on first use from the share coordinator's state (`__share_group_state`, replayed by
-`ShareStateStore`). Only partitions the group coordinator initialised are served (`ShareCoordinator.is_initialized`,
-Kafka's ShareGroupStatePartitionMetadata; it writes their state at start offset -1); on first use that start offset
-is resolved with `share.auto.offset.reset` and the snapshot written first. Every acknowledgement, release, lock
-expiry and archive is written to `__share_group_state` before the request is answered, so a restart (or kill -9)
-loses no acknowledgement and redelivers nothing acknowledged. A fetch acquires records for the member from the log;
-with nothing to hand out it waits (Kafka's DelayedShareFetch: MaxWaitMs, MinBytes) until an append to one of its
-partitions, a release or an expired lock wakes it (the fetch purgatory). Event-loop thread only; not thread-safe.
+A share partition is loaded on first use through the `Persister` (the share coordinator's `__share_group_state`).
+Only partitions the group coordinator initialised are served (`is_initialized`, Kafka's
+ShareGroupStatePartitionMetadata; it writes their state at start offset -1); on first use that start offset is
+resolved with `share.auto.offset.reset` and the snapshot written first. Every acknowledgement, release, lock expiry
+and archive is written before the request is answered and undone in memory when the write fails (`_write_first`),
+so memory equals the log, a restart (or kill -9) loses no acknowledgement and redelivers nothing acknowledged. A
+ShareFetch is a `DelayedShareFetch`: it acquires once, when it can complete (or at MaxWaitMs), and while it waits
+an append to one of its partitions (the fetch purgatory), a release or an expired lock (`_complete_waiting`)
+completes it. Event-loop thread only; not thread-safe.
 """
 
 from __future__ import annotations
