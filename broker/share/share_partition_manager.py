@@ -60,6 +60,7 @@ SharePartitionKey = tuple[str, uuid.UUID, int]
 _READ_UNCOMMITTED = 0
 _READ_COMMITTED = 1
 _READ_BYTES = 1024 * 1024
+_LOADING_RETRY_MS = 100
 _DEFAULT_MAX_RECORDS = 500  # a ShareFetch v0 has no MaxRecords: the share consumer's max.poll.records default
 
 
@@ -243,24 +244,39 @@ class SharePartitionManager:
         deadline = loop.time() + max(0, max_wait_ms) / 1000
         fetch = DelayedShareFetch(group_id, member_id, min_bytes, max_bytes,
                                   max_records if max_records > 0 else _DEFAULT_MAX_RECORDS, batch_size, acquire_mode)
-        for topic, topic_id, partition in partitions:
-            try:
-                fetch.partitions[(topic_id, partition)] = (
-                    topic, await self.share_partition(group_id, topic, topic_id, partition))
-            except KafkaError as error:
-                fetch.errors[(topic_id, partition)] = PartitionFetch(ErrorCode(error.error_code), str(error) or None)
+        loading = list(partitions)  # not loaded yet: `__share_group_state` may still be loading
         keys = [(topic, partition) for topic, _id, partition in partitions]
         self._waiting.append(fetch)
         try:
             while fetch.completed is None:
+                if loading:
+                    loading = await self._load_partitions(fetch, loading)
                 remaining_ms = int((deadline - loop.time()) * 1000)
                 if self._try_complete(fetch, force=bool(fetch.errors) or remaining_ms <= 0 or not partitions):
                     break
-                await self.replica_manager.purgatory.wait_for_append(keys, remaining_ms)
+                # A partition whose state is loading is not acquirable yet, as Kafka's delayed share fetch waits for
+                # its share partition's initialisation: look again shortly (the load wakes nobody).
+                wait_ms = min(remaining_ms, _LOADING_RETRY_MS) if loading else remaining_ms
+                await self.replica_manager.purgatory.wait_for_append(keys, wait_ms)
         finally:
             self._waiting.remove(fetch)
         assert fetch.completed is not None
         return fetch.completed
+
+    async def _load_partitions(
+        self, fetch: DelayedShareFetch, partitions: list[tuple[str, uuid.UUID, int]]
+    ) -> list[tuple[str, uuid.UUID, int]]:
+        """Load the fetch's share partitions; returns those still waiting for `__share_group_state` to load."""
+        still_loading = []
+        for topic, topic_id, partition in partitions:
+            try:
+                fetch.partitions[(topic_id, partition)] = (
+                    topic, await self.share_partition(fetch.group_id, topic, topic_id, partition))
+            except CoordinatorLoadInProgressError:
+                still_loading.append((topic, topic_id, partition))
+            except KafkaError as error:
+                fetch.errors[(topic_id, partition)] = PartitionFetch(ErrorCode(error.error_code), str(error) or None)
+        return still_loading
 
     def _try_complete(self, fetch: DelayedShareFetch, *, force: bool) -> bool:
         """Complete `fetch` when it can acquire something (or must answer now: `force`): acquire, one pass over
