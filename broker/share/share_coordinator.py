@@ -1,12 +1,15 @@
 """`ShareCoordinator`: share groups (KIP-932) served on the broker, as Apache Kafka 4.3.1's group coordinator and
 share coordinator serve them together on one node.
 
-It owns the share groups (`ShareGroup`, kept in the group coordinator's `GroupMetadataManager.share_groups` so that
-ListGroups/DescribeGroups/DeleteGroups see them and their `__consumer_offsets` records are replayed on load), the
-records a heartbeat changes (appended to `__consumer_offsets` in Kafka's layouts), the session-expiry and
-acquisition-lock timers (one loop timer armed at the earliest deadline), the share partitions and the share
-sessions (`SharePartitionManager`), and the per-group `share.*` overrides (from the GROUP config resources:
-`for_broker` reads the stored ones and subscribes to changes). Event-loop thread only; not thread-safe.
+The share groups themselves (`ShareGroup`) are owned by the group coordinator's `GroupMetadataManager`
+(`share_groups`: ListGroups/DescribeGroups/DeleteGroups see them, their `__consumer_offsets` records are replayed
+there on load); this class serves their requests, writing first: a heartbeat's or a session expiry's records are
+appended to `__consumer_offsets` and the change is kept only once written. It owns the session-expiry and
+acquisition-lock timer (one loop timer armed at the earliest deadline), the `Persister` of share-partition state,
+the `SharePartitionManager` (share partitions and share sessions, built with narrow callables, no pointer back),
+the per-group `share.*` overrides (from the GROUP config resources: `for_broker` reads the stored ones and
+subscribes to changes), and publishes `read_model()` for the console and the metrics. Event-loop thread only; not
+thread-safe.
 """
 
 from __future__ import annotations
