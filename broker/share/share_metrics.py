@@ -13,31 +13,23 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from minikafka.broker.share.share_coordinator import ShareCoordinator
-from minikafka.broker.share.share_partition import SharePartition
-from minikafka.broker.share.share_types import RecordState
 
-__all__ = ["ShareGroupCollector", "record_counts"]
-
-
-def record_counts(share_partition: SharePartition) -> tuple[int, int]:
-    """(in flight, archived) records between a share partition's start and end offsets: in flight is available or
-    acquired, archived is rejected, over the delivery limit or aborted."""
-    states = [state for view in share_partition.in_flight_batches() for state, _count, _member in view.states]
-    return sum(1 for state in states if not state.terminal), sum(1 for state in states if state is RecordState.ARCHIVED)
+__all__ = ["ShareGroupCollector"]
 
 
 class ShareGroupCollector(Collector):
-    """Share sessions, share partitions and per-group record states, computed when scraped."""
+    """Share sessions, share partitions and per-group record states, from the coordinator's read model when
+    scraped."""
 
     def __init__(self, coordinator: ShareCoordinator) -> None:
         self._coordinator = coordinator
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        manager = self._coordinator.partitions
+        model = self._coordinator.read_model()
         prefix = "kafka_server_sharesessioncache_"
-        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached", value=len(manager.sessions))
+        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached", value=model.share_sessions)
         yield GaugeMetricFamily(prefix + "sharepartitionscount", "Partitions over all share sessions",
-                                value=manager.sessions.total_partitions())
+                                value=model.share_session_partitions)
         labels = ["group", "topic", "partition"]
         messages = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
                                      "Records in flight (not yet acknowledged or archived) of a share partition",
@@ -47,19 +39,14 @@ class ShareGroupCollector(Collector):
         per_group = GaugeMetricFamily("minikafka_share_group_records",
                                       "Records between the start and end offsets of a share group's partitions, by "
                                       "state (in_flight: available or acquired; archived)", labels=["group", "state"])
-        names = {topic_id.bytes: name for name, (topic_id, _count) in self._coordinator.topics_image().items()}
-        totals: dict[str, dict[str, int]] = {}
-        for (group_id, _topic_id, partition), share_partition in sorted(manager.share_partitions.items(), key=str):
-            views = share_partition.in_flight_batches()
-            in_flight, archived = record_counts(share_partition)
-            topic = names.get(share_partition.topic_id, "")
-            messages.add_metric([group_id, topic, str(partition)], in_flight)
-            batches.add_metric([group_id, topic, str(partition)], len(views))
-            group_totals = totals.setdefault(group_id, {"in_flight": 0, "archived": 0})
-            group_totals["in_flight"] += in_flight
-            group_totals["archived"] += archived
-        for group_id in self._coordinator.groups:
-            totals.setdefault(group_id, {"in_flight": 0, "archived": 0})
+        totals: dict[str, dict[str, int]] = {g.group_id: {"in_flight": 0, "archived": 0} for g in model.groups}
+        for summary in model.partitions:
+            topic = "" if summary.topic == str(summary.topic_id) else summary.topic
+            messages.add_metric([summary.group_id, topic, str(summary.partition)], summary.in_flight)
+            batches.add_metric([summary.group_id, topic, str(summary.partition)], summary.in_flight_batches)
+            group_totals = totals.setdefault(summary.group_id, {"in_flight": 0, "archived": 0})
+            group_totals["in_flight"] += summary.in_flight
+            group_totals["archived"] += summary.archived
         for group_id, counts in sorted(totals.items()):
             for state, value in counts.items():
                 per_group.add_metric([group_id, state], value)
