@@ -147,6 +147,7 @@ class AdminManager:
                     # Kafka answers INVALID_REQUEST here, not INVALID_CONFIG (KAFKA-13609 keeps it for compatibility)
                     raise InvalidRequestError(f"Invalid dynamic configuration: {error.message}") from None
             new_config = self.dynamic.config_of(props)
+            self.dynamic.check_listener_registration(new_config)
             if validate_only:
                 return
             old_config = self.config

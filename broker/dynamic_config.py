@@ -12,7 +12,7 @@ type (and minikafka's own validator where it defines the key). What happens to a
 - every other key (listeners, connection limits, SSL/SASL settings, thread counts, Kerberos, remote storage, ...) is
   persisted and reported with its dynamic source like Kafka, and takes effect only where minikafka reads it at
   start-up (listeners, connection limits, SSL/SASL); keys minikafka has no use for (Kerberos, thread pools, remote
-  storage) are stored and reported only.
+  storage) are stored and reported only. As in KRaft mode, `listeners` may not change what the broker advertises.
 
 Kafka keeps dynamic broker configs in its metadata log; minikafka keeps them in the (first) log dir, in Java
 properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 since
@@ -273,7 +273,9 @@ class DynamicBrokerConfig:
         except InvalidConfigError as error:
             message = error.message or ""
             if base in TOPIC_DEFAULT_CONFIGS:
-                message = message.replace(f"configuration {TOPIC_DEFAULT_CONFIGS[base]}:", f"configuration {base}:")
+                topic_name = TOPIC_DEFAULT_CONFIGS[base]
+                message = message.replace(f"configuration {topic_name}:", f"configuration {base}:").replace(
+                    f"Configuration '{topic_name}'", f"Configuration '{base}'")
             raise InvalidRequestError(message) from None
 
     def merged_for(self, per_broker: bool, new_layer: Mapping[str, str]) -> dict[str, str]:
@@ -301,6 +303,14 @@ class DynamicBrokerConfig:
                 raise InvalidRequestError(
                     "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update "
                     f"validation failed for {name}={new}, {rule} for configuration Invalid dynamic configuration")
+
+    def check_listener_registration(self, new_config: KafkaConfig) -> None:
+        """Kafka's DynamicListenerConfig.validateReconfiguration in KRaft mode: the advertised listeners a broker
+        registered cannot change at runtime."""
+        if new_config.advertised_listeners != self.current.advertised_listeners:
+            raise InvalidRequestError(
+                "Invalid value org.apache.kafka.common.config.ConfigException: Advertised listeners cannot be altered "
+                "when using a Raft-based metadata quorum. for configuration Invalid dynamic configuration")
 
     @staticmethod
     def config_of(props: Mapping[str, str]) -> KafkaConfig:
