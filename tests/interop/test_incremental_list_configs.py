@@ -6,33 +6,35 @@ Kafka starts APPEND and SUBTRACT from the resource's own stored value, else the 
 (ConfigurationControlManager.getParts, and ConfigAdminManager.prepareIncrementalConfigs for a BROKER resource): a
 broker's `log.cleanup.policy` APPEND `compact` is `delete,compact`, never `compact` alone.
 
-Every step runs through one raw connection (`WireClient`, kafka-python's message classes) against each broker.
-Kafka applies a change when its metadata log reaches the broker, so after each alteration both sides set a sentinel
-topic's `retention.ms` to a fresh number and wait until DescribeConfigs shows it: the records before it are applied
-then too. Every broker-level change is deleted again at the end of its case, so the session's Kafka stays as it was.
+Every step runs through one raw connection per broker (`ConfigSide`), which waits after each alteration until it is
+applied. Every broker-level change is deleted again at the end of its case, so the session's Kafka stays as it was.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kafka.protocol.admin import CreateTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from tests.broker_process import BrokerProcess
-from tests.wire_client import WireClient
+from tests.interop.config_side import (
+    APPEND,
+    DELETE,
+    RESOURCE_BROKER,
+    RESOURCE_CLIENT_METRICS,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    SET,
+    SUBTRACT,
+    ConfigSide,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
 
-RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP = 2, 4, 16, 32
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-SETTLE_TIMEOUT_S = 15.0
-_sentinel_values = itertools.count(3_600_000)
 
 
 @dataclass(frozen=True)
@@ -89,57 +91,6 @@ def minikafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProces
         broker.stop()
 
 
-class Side:
-    """One broker under test through one connection: alter, describe, create a topic, wait for a change to apply."""
-
-    def __init__(self, bootstrap: str, sentinel: str) -> None:
-        self.client = WireClient(bootstrap, timeout_s=30.0)
-        self.sentinel = sentinel
-        self.create_topic(sentinel)
-
-    def close(self) -> None:
-        self.client.close()
-
-    def create_topic(self, name: str) -> None:
-        topic = CreateTopicsRequest.CreatableTopic
-        response = self.client.request(CreateTopicsRequest[7](
-            topics=[topic(name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
-            timeout_ms=30_000, validate_only=False))
-        assert response.topics[0].error_code == 0, response
-        if name != self.sentinel:
-            self.settle()
-
-    def alter(self, resource_type: int, resource: str, key: str, operation: int, value: str | None) -> tuple[Any, ...]:
-        response = self.client.request(IncrementalAlterConfigsRequest[1](
-            resources=[(resource_type, resource, [(key, operation, value)])], validate_only=False))
-        [answer] = response.responses
-        self.settle()
-        return answer.error_code, answer.error_message
-
-    def describe(self, resource_type: int, resource: str, key: str) -> tuple[Any, ...]:
-        response = self.client.request(DescribeConfigsRequest[4](
-            resources=[(resource_type, resource, None)], include_synonyms=True, include_documentation=False))
-        [result] = response.results
-        if result.error_code:
-            return result.error_code, result.error_message
-        for entry in result.configs:
-            if entry.name == key:
-                return entry.value, entry.config_source, [(s.name, s.value, s.source) for s in entry.synonyms]
-        return None, None, []
-
-    def settle(self) -> None:
-        """Set the sentinel topic's retention.ms to a new number and wait until it is described: every change
-        made before it is applied then too."""
-        value = str(next(_sentinel_values))
-        response = self.client.request(IncrementalAlterConfigsRequest[1](
-            resources=[(RESOURCE_TOPIC, self.sentinel, [("retention.ms", SET, value)])], validate_only=False))
-        assert response.responses[0].error_code == 0, response
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while self.describe(RESOURCE_TOPIC, self.sentinel, "retention.ms")[0] != value:
-            assert time.monotonic() < deadline, f"retention.ms={value} of {self.sentinel} never applied"
-            time.sleep(0.05)
-
-
 def resource_of(key: ListKey, suffix: str) -> tuple[int, str]:
     return {
         "topic": (RESOURCE_TOPIC, f"lists-{suffix}"),
@@ -150,7 +101,7 @@ def resource_of(key: ListKey, suffix: str) -> tuple[int, str]:
     }[key.kind]
 
 
-def scenario(side: Side, key: ListKey, suffix: str) -> list[tuple[str, Any]]:
+def scenario(side: ConfigSide, key: ListKey, suffix: str) -> list[tuple[str, Any]]:
     """APPEND the item twice, SUBTRACT it, SUBTRACT what the key started with, then DELETE: each answer and the
     description after it; for a broker key that is a topic default, a topic created after each broker change."""
     resource_type, resource = resource_of(key, suffix)
@@ -236,7 +187,7 @@ def test_append_and_subtract_validate_as_kafka_does(
     kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
     results = []
     for bootstrap in (kafka_bootstrap, minikafka.bootstrap):
-        side = Side(bootstrap, f"sentinel-{suffix}")
+        side = ConfigSide(bootstrap, f"sentinel-{suffix}")
         try:
             if refusal.kind == "topic":
                 side.create_topic(resource)
@@ -259,7 +210,7 @@ def test_append_and_subtract_start_from_the_value_kafka_starts_from(
     kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
     results = []
     for bootstrap in (kafka_bootstrap, minikafka.bootstrap):
-        side = Side(bootstrap, f"sentinel-{suffix}")
+        side = ConfigSide(bootstrap, f"sentinel-{suffix}")
         try:
             results.append(scenario(side, key, suffix))
         finally:
