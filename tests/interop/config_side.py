@@ -7,16 +7,32 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+import pytest
 from kafka.protocol.admin import CreateTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
+from tests.broker_process import BrokerProcess
 from tests.wire_client import WireClient
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP = 2, 4, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 SETTLE_TIMEOUT_S = 15.0
 _sentinel_values = itertools.count(3_600_000)
+T = TypeVar("T")
+
+
+def module_minikafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A config test module's minikafka (one partition of __consumer_offsets: quick to start); a module makes it
+    its `minikafka` fixture with `pytest.fixture(scope="module", name="minikafka")(module_minikafka)`."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("minikafka"), {"offsets.topic.num.partitions": "1"})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 class ConfigSide:
@@ -68,3 +84,17 @@ class ConfigSide:
         while self.describe(RESOURCE_TOPIC, self.sentinel, "retention.ms")[0] != value:
             assert time.monotonic() < deadline, f"retention.ms={value} of {self.sentinel} never applied"
             time.sleep(0.05)
+
+
+def side_by_side(apache_kafka: Any, minikafka: BrokerProcess, run: Callable[[ConfigSide], T]) -> tuple[T, T]:
+    """`run` against Apache Kafka, then against minikafka, each through its own `ConfigSide` (one sentinel topic
+    name for both); what each returned."""
+    sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
+    results = []
+    for bootstrap in (apache_kafka.bootstrap, minikafka.bootstrap):
+        side = ConfigSide(bootstrap, sentinel)
+        try:
+            results.append(run(side))
+        finally:
+            side.close()
+    return results[0], results[1]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,8 @@ from tests.interop.config_side import (
     SET,
     SUBTRACT,
     ConfigSide,
+    module_minikafka,
+    side_by_side,
 )
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
@@ -81,14 +82,7 @@ LIST_KEYS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minikafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    broker = BrokerProcess(tmp_path_factory.mktemp("minikafka"), {"offsets.topic.num.partitions": "1"})
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+minikafka = pytest.fixture(scope="module", name="minikafka")(module_minikafka)
 
 
 def resource_of(key: ListKey, suffix: str) -> tuple[int, str]:
@@ -181,24 +175,19 @@ REFUSALS = [
 def test_append_and_subtract_validate_as_kafka_does(
     apache_kafka: object, minikafka: BrokerProcess, refusal: Refusal
 ) -> None:
-    suffix = uuid.uuid4().hex[:8]
     key = ListKey(refusal.kind, refusal.name, "")
-    resource_type, resource = resource_of(key, suffix)
-    kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
-    results = []
-    for bootstrap in (kafka_bootstrap, minikafka.bootstrap):
-        side = ConfigSide(bootstrap, f"sentinel-{suffix}")
-        try:
-            if refusal.kind == "topic":
-                side.create_topic(resource)
-            answer = side.alter(resource_type, resource, refusal.name, refusal.operation, refusal.value)
-            described = side.describe(resource_type, resource, refusal.name)[:2] if refusal.described_after else None
-            if answer[0] == 0:
-                side.alter(resource_type, resource, refusal.name, DELETE, None)
-            results.append((answer, described))
-        finally:
-            side.close()
-    on_kafka, on_minikafka = results
+    resource_type, resource = resource_of(key, uuid.uuid4().hex[:8])
+
+    def refused(side: ConfigSide) -> tuple[Any, ...]:
+        if refusal.kind == "topic":
+            side.create_topic(resource)
+        answer = side.alter(resource_type, resource, refusal.name, refusal.operation, refusal.value)
+        described = side.describe(resource_type, resource, refusal.name)[:2] if refusal.described_after else None
+        if answer[0] == 0:
+            side.alter(resource_type, resource, refusal.name, DELETE, None)
+        return answer, described
+
+    on_kafka, on_minikafka = side_by_side(apache_kafka, minikafka, refused)
     assert on_minikafka == on_kafka
 
 
@@ -207,13 +196,5 @@ def test_append_and_subtract_start_from_the_value_kafka_starts_from(
     apache_kafka: object, minikafka: BrokerProcess, key: ListKey
 ) -> None:
     suffix = uuid.uuid4().hex[:8]
-    kafka_bootstrap: str = apache_kafka.bootstrap  # type: ignore[attr-defined]
-    results = []
-    for bootstrap in (kafka_bootstrap, minikafka.bootstrap):
-        side = ConfigSide(bootstrap, f"sentinel-{suffix}")
-        try:
-            results.append(scenario(side, key, suffix))
-        finally:
-            side.close()
-    on_kafka, on_minikafka = results
+    on_kafka, on_minikafka = side_by_side(apache_kafka, minikafka, lambda side: scenario(side, key, suffix))
     assert on_minikafka == on_kafka
