@@ -62,10 +62,16 @@ class ConfigSide:
         self.settle()
         return answer.error_code, answer.error_message
 
-    def describe(self, resource_type: int, resource: str, key: str) -> tuple[Any, ...]:
+    def describe_all(self, resource_type: int, resource: str) -> Any:
+        """DescribeConfigs v4 (with synonyms) of one resource: its result."""
         response = self.client.request(DescribeConfigsRequest[4](
             resources=[(resource_type, resource, None)], include_synonyms=True, include_documentation=False))
         [result] = response.results
+        return result
+
+    def describe(self, resource_type: int, resource: str, key: str) -> tuple[Any, ...]:
+        """(value, source, synonyms) of one key, (None, None, []) if not described, or the resource's error."""
+        result = self.describe_all(resource_type, resource)
         if result.error_code:
             return result.error_code, result.error_message
         for entry in result.configs:

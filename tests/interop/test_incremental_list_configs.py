@@ -35,6 +35,7 @@ from tests.interop.config_side import (
 )
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
+LIST_TYPE = 7  # DescribeConfigs' config_type of a LIST
 
 
 
@@ -198,3 +199,20 @@ def test_append_and_subtract_start_from_the_value_kafka_starts_from(
     suffix = uuid.uuid4().hex[:8]
     on_kafka, on_minikafka = side_by_side(apache_kafka, minikafka, lambda side: scenario(side, key, suffix))
     assert on_minikafka == on_kafka
+
+
+def test_the_cases_cover_every_list_key_kafka_lets_change(apache_kafka: object) -> None:
+    """LIST_KEYS holds every LIST-typed key Apache Kafka 4.3.1 describes as changeable (not read-only), on each
+    resource type; the read-only ones are refused as static keys (REFUSALS: log.dirs, advertised.listeners)."""
+    side = ConfigSide(apache_kafka.bootstrap, f"sentinel-{uuid.uuid4().hex[:8]}")  # type: ignore[attr-defined]
+    resources = {"topic": (RESOURCE_TOPIC, side.sentinel), "broker": (RESOURCE_BROKER, "1"),
+                 "group": (RESOURCE_GROUP, "cover"), "client-metrics": (RESOURCE_CLIENT_METRICS, "cover")}
+    try:
+        described = {kind: {entry.name for entry in side.describe_all(*resource).configs
+                            if entry.config_type == LIST_TYPE and not entry.read_only}
+                     for kind, resource in resources.items()}
+    finally:
+        side.close()
+    covered = {kind: {key.name for key in LIST_KEYS if key.kind == kind and kind != "group"} for kind in resources}
+    assert described == covered
+    assert {key.name for key in LIST_KEYS if key.kind == "broker-default"} == covered["broker"]
