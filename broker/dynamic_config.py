@@ -12,7 +12,7 @@ type (and minikafka's own validator where it defines the key). What happens to a
 - every other key (listeners, connection limits, SSL/SASL settings, thread counts, Kerberos, remote storage, ...) is
   persisted and reported with its dynamic source like Kafka, and takes effect only where minikafka reads it at
   start-up (listeners, connection limits, SSL/SASL); keys minikafka has no use for (Kerberos, thread pools, remote
-  storage) are stored and reported only.
+  storage) are stored and reported only. As in KRaft mode, `listeners` may not change what the broker advertises.
 
 Kafka keeps dynamic broker configs in its metadata log; minikafka keeps them in the (first) log dir, in Java
 properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 since
@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
@@ -62,6 +62,7 @@ SOURCE_DYNAMIC_BROKER_CONFIG = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 
 MESSAGE_MAX_BYTES = "message.max.bytes"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 #: Kafka's LogCleaner.ReconfigurableConfigs, in its order
 CLEANER_DYNAMIC_CONFIGS = (
     "log.cleaner.threads",
@@ -194,6 +195,7 @@ class DynamicBrokerConfig:
         self.default_layer = self._read(DYNAMIC_DEFAULT_CONFIG_FILE)
         self.broker_layer = self._read(DYNAMIC_BROKER_CONFIG_FILE)
         self.current = static_config
+        files_ignored = False
         if self.default_layer or self.broker_layer:
             try:
                 self.current = KafkaConfig(self.merged_props(self.default_layer, self.broker_layer))
@@ -201,9 +203,40 @@ class DynamicBrokerConfig:
                 log.warning("Ignoring the dynamic broker configs %s and %s in %s: %s", self.default_layer,
                             self.broker_layer, self.log_dir, error.message)
                 self.default_layer, self.broker_layer = {}, {}
+                files_ignored = True
             else:
                 log.info("Applied dynamic broker configs: cluster default %s, node %d %s", self.default_layer,
                          self.node_id, self.broker_layer)
+        self._generate_elr_safety_configs(persist=not files_ignored)
+
+    def _generate_elr_safety_configs(self, persist: bool) -> None:
+        """Kafka 4.3's ConfigurationControlManager.maybeGenerateElrSafetyRecords, which its controller runs when it
+        activates with eligible leader replicas on (the default since 4.1): a cluster default `min.insync.replicas`
+        (the static value) where there is none, and no broker-level one. Persisted like any dynamic config, so
+        DescribeConfigs reports it with source DYNAMIC_DEFAULT_BROKER_CONFIG, on topics too. Not persisted over
+        files ignored as invalid (they stay for the operator to fix)."""
+        if MIN_INSYNC_REPLICAS not in self.default_layer:
+            value = str(TOPIC_CONFIG_DEF.validate_value(
+                MIN_INSYNC_REPLICAS, self.static_config.props.get(MIN_INSYNC_REPLICAS, "1")))
+            self.default_layer[MIN_INSYNC_REPLICAS] = value
+            if persist:
+                self.persist(False, self.default_layer)
+            log.info("Generating cluster-level %s of %s.", MIN_INSYNC_REPLICAS, value)
+        if MIN_INSYNC_REPLICAS in self.broker_layer:
+            del self.broker_layer[MIN_INSYNC_REPLICAS]
+            if persist:
+                self.persist(True, self.broker_layer)
+            log.info("Removing broker-level %s for brokers: %d", MIN_INSYNC_REPLICAS, self.node_id)
+        self.current = KafkaConfig(self.merged_props(self.default_layer, self.broker_layer))
+
+    def check_elr_min_insync_replicas(self, per_broker: bool, new_layer: Mapping[str, str],
+                                      requested: Collection[str]) -> None:
+        """Kafka 4.3's controller with ELR on: `min.insync.replicas` is only a cluster-wide setting. A broker
+        resource naming it (any operation) is refused, and so is a cluster default without it."""
+        if per_broker and MIN_INSYNC_REPLICAS in requested:
+            raise InvalidConfigError("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        if not per_broker and MIN_INSYNC_REPLICAS not in new_layer:
+            raise InvalidConfigError("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
 
     def _read(self, file_name: str) -> dict[str, str]:
         path = self.log_dir / file_name
@@ -273,7 +306,9 @@ class DynamicBrokerConfig:
         except InvalidConfigError as error:
             message = error.message or ""
             if base in TOPIC_DEFAULT_CONFIGS:
-                message = message.replace(f"configuration {TOPIC_DEFAULT_CONFIGS[base]}:", f"configuration {base}:")
+                topic_name = TOPIC_DEFAULT_CONFIGS[base]
+                message = message.replace(f"configuration {topic_name}:", f"configuration {base}:").replace(
+                    f"Configuration '{topic_name}'", f"Configuration '{base}'")
             raise InvalidRequestError(message) from None
 
     def merged_for(self, per_broker: bool, new_layer: Mapping[str, str]) -> dict[str, str]:
@@ -301,6 +336,14 @@ class DynamicBrokerConfig:
                 raise InvalidRequestError(
                     "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update "
                     f"validation failed for {name}={new}, {rule} for configuration Invalid dynamic configuration")
+
+    def check_listener_registration(self, new_config: KafkaConfig) -> None:
+        """Kafka's DynamicListenerConfig.validateReconfiguration in KRaft mode: the advertised listeners a broker
+        registered cannot change at runtime."""
+        if new_config.advertised_listeners != self.current.advertised_listeners:
+            raise InvalidRequestError(
+                "Invalid value org.apache.kafka.common.config.ConfigException: Advertised listeners cannot be altered "
+                "when using a Raft-based metadata quorum. for configuration Invalid dynamic configuration")
 
     @staticmethod
     def config_of(props: Mapping[str, str]) -> KafkaConfig:

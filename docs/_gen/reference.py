@@ -78,6 +78,9 @@ def describe_validator(validator: Any) -> str:
     """The rule of one of `storage.config_def`'s validator factories, read from its closure; else its doc."""
     if validator is None:
         return ""
+    allowed_items = getattr(validator, "allowed", None)  # storage.config_def.ValidList
+    if allowed_items is not None:
+        return "a list of " + ", ".join(allowed_items)
     free = dict(zip(validator.__code__.co_freevars,
                     (cell.cell_contents for cell in validator.__closure__ or ()), strict=False))
     factory = validator.__qualname__.split(".<locals>")[0]
@@ -87,8 +90,6 @@ def describe_validator(validator: Any) -> str:
         return f"[{_number(free['minimum'])}, {_number(free['maximum'])}]"
     if factory == "in_set":
         return "one of " + ", ".join(free["allowed"])
-    if factory == "list_of":
-        return "a list of " + ", ".join(free["allowed"])
     doc = (validator.__doc__ or "").strip().splitlines()
     if doc:
         return doc[0]
