@@ -32,11 +32,10 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from minikafka.broker.admin_guard import AdminDenial, is_loopback
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.security.acls import CLUSTER_NAME, AclOperation, Action, ResourceType
 from minikafka.broker.security.authorizer import StandardAuthorizer
@@ -54,15 +53,6 @@ WWW_AUTHENTICATE = f'Basic realm="{REALM}"'
 ADMIN_HTTP_LISTENER = "MINIKAFKA_ADMIN_HTTP"
 _READ_METHODS = frozenset({"GET", "HEAD"})
 _DUMMY_SALT = b"minikafka-admin-http-unknown-user"
-
-
-@dataclass(frozen=True)
-class AdminDenial:
-    """Why a request is refused: the HTTP status, a short body and the extra headers (the 401 challenge)."""
-
-    status: int
-    body: bytes
-    headers: Mapping[str, str]
 
 
 UNAUTHORIZED = AdminDenial(401, b"authentication required\n", {"WWW-Authenticate": WWW_AUTHENTICATE})
@@ -93,15 +83,6 @@ def parse_basic_credentials(authorization: str | None) -> tuple[str, str] | None
     return user, password
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -123,7 +104,7 @@ class AdminAuthenticator:
         if not security_configured(config):
             return None
         host = str(config["minikafka.metrics.host"])
-        if not _is_loopback(host):
+        if not is_loopback(host):
             log.warning("minikafka.metrics.host=%s: the admin port is plain HTTP, so Basic credentials for /admin/* "
                         "cross the network in clear text; keep it on loopback (the default) or behind a TLS proxy",
                         host or "(all interfaces)")

@@ -101,6 +101,12 @@ BROKER_CONFIG_DEF = ConfigDef(
             "Address of the Prometheus/admin HTTP endpoint.",
         ),
         ConfigKey(
+            "minikafka.metrics.allowed.hosts", ConfigType.LIST, (), None,
+            "Host names the admin HTTP port answers to besides loopback names, IP addresses and "
+            "minikafka.metrics.host (a proxy's or a container network's name; * for any). Any other Host header "
+            "is refused (DNS rebinding).",
+        ),
+        ConfigKey(
             "minikafka.metrics.port", ConfigType.INT, 9404, between(-1, 65535),
             "Port of the Prometheus/admin HTTP endpoint (0 = any free port, -1 = disabled).",
         ),

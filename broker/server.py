@@ -148,6 +148,7 @@ class KafkaServer:
             self.admin_http = AdminHttpServer(
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry,
                 AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
+                tuple(self.config["minikafka.metrics.allowed.hosts"]),
             )
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
