@@ -20,6 +20,11 @@ failed attempt, which may be a mistyped password).
 
 `/metrics` is not guarded: Prometheus scrapes it without credentials, as Kafka's JMX exporter serves it.
 
+Past that gate each request has an `AdminAccess` (`request_access()`, a context variable `check` sets for the
+request's task): what the console asks before showing a resource, with the same principal and the authorizer's
+rules as a Kafka request (topic DESCRIBE to list a topic, READ for a key's records and values, group DESCRIBE for a
+group and its members). Without security every request has `OPEN_ACCESS`.
+
 No mutable state of its own; `check` runs on the event loop and derives keys in a worker thread. The SCRAM store
 (locked) and the authorizer (copy-on-write ACL index) it shares with the handlers are thread-safe, so credential
 and ACL changes apply at once; `super.users` and the PLAIN users are read at startup, as the listeners read them.
@@ -30,10 +35,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextvars
 import hashlib
 import hmac
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from minikafka.broker.admin_guard import AdminDenial, is_loopback
 from minikafka.broker.config import KafkaConfig
@@ -57,6 +64,40 @@ _DUMMY_SALT = b"minikafka-admin-http-unknown-user"
 
 UNAUTHORIZED = AdminDenial(401, b"authentication required\n", {"WWW-Authenticate": WWW_AUTHENTICATE})
 FORBIDDEN = AdminDenial(403, b"not allowed: needs super.users or an ACL on the CLUSTER resource\n", {})
+
+
+@dataclass(frozen=True)
+class AdminAccess:
+    """The principal of one admin request and what it may see: `allows` answers as the broker's authorizer answers
+    a Kafka request of that principal from that host (super users: everything). `authenticator` None: security is
+    not configured and everything is allowed. Immutable; any thread."""
+
+    principal: KafkaPrincipal | None
+    client_address: str
+    authenticator: AdminAuthenticator | None
+
+    def allows(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> list[bool]:
+        """One answer per name."""
+        names = list(names)
+        if self.authenticator is None or self.principal is None:
+            return [True] * len(names)
+        return self.authenticator.authorize_all(
+            self.principal, [Action(operation, resource_type, name) for name in names], self.client_address)
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set[str]:
+        """The names `allows` lets through."""
+        names = list(names)
+        return {name for name, ok in zip(names, self.allows(operation, resource_type, names), strict=True) if ok}
+
+
+OPEN_ACCESS = AdminAccess(None, "", None)
+_REQUEST_ACCESS: contextvars.ContextVar[AdminAccess] = contextvars.ContextVar("minikafka_admin_access",
+                                                                             default=OPEN_ACCESS)
+
+
+def request_access() -> AdminAccess:
+    """The access of the admin request this task is serving (OPEN_ACCESS when security is not configured)."""
+    return _REQUEST_ACCESS.get()
 
 
 def security_configured(config: KafkaConfig) -> bool:
@@ -116,6 +157,7 @@ class AdminAuthenticator:
 
     async def check(self, method: str, authorization: str | None, client_address: str) -> AdminDenial | None:
         """None when the request may proceed, else the answer to send instead."""
+        _REQUEST_ACCESS.set(AdminAccess(KafkaPrincipal("User", "ANONYMOUS"), client_address, self))  # until verified
         credentials = parse_basic_credentials(authorization)
         if credentials is None:
             log.info("admin HTTP %s from %s: no valid Basic credentials", method, client_address)
@@ -131,6 +173,7 @@ class AdminAuthenticator:
             log.info("admin HTTP %s from %s: principal %s is not allowed %s on CLUSTER", method, client_address,
                      principal, operation.name)
             return FORBIDDEN
+        _REQUEST_ACCESS.set(AdminAccess(principal, client_address, self))
         return None
 
     def verify_password(self, user: str, password: str) -> bool:
@@ -156,9 +199,14 @@ class AdminAuthenticator:
 
     def authorize(self, principal: KafkaPrincipal, operation: AclOperation, client_address: str) -> bool:
         """A super user, or (with an authorizer) an ACL allowing `operation` on the CLUSTER resource."""
+        return self.authorize_all(principal, [Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)],
+                                  client_address)[0]
+
+    def authorize_all(self, principal: KafkaPrincipal, actions: list[Action], client_address: str) -> list[bool]:
+        """Per action: a super user, or (with an authorizer) an ACL allowing it. Thread-safe."""
         if str(principal) in self._super_users:
-            return True
-        if self._authorizer is None:
-            return False
+            return [True] * len(actions)
+        if self._authorizer is None or not actions:
+            return [False] * len(actions)
         session = Session(principal, client_address, ADMIN_HTTP_LISTENER, "PLAINTEXT")
-        return self._authorizer.authorize(session, [Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)])[0]
+        return self._authorizer.authorize(session, actions)
