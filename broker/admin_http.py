@@ -82,10 +82,12 @@ BodyRoute = Callable[[dict[str, list[str]], RequestBody], Awaitable[tuple[int, s
 
 class AdminHttpServer:
     """Serves /metrics from a Prometheus registry, plus any registered admin and console routes (guarded by
-    `guard`, then `admin_auth`). `allowed_hosts` is `minikafka.metrics.allowed.hosts`."""
+    `guard`, then `admin_auth`). `allowed_hosts` is `minikafka.metrics.allowed.hosts`; `before_scrape` runs on the
+    loop before each scrape (the loop-owned collectors' snapshots)."""
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
-                 admin_auth: AdminAuthenticator | None = None, allowed_hosts: Iterable[str] = ()) -> None:
+                 admin_auth: AdminAuthenticator | None = None, allowed_hosts: Iterable[str] = (),
+                 before_scrape: Callable[[], None] | None = None) -> None:
         self.host = host
         self.port = port
         self.admin_auth = admin_auth
@@ -93,9 +95,12 @@ class AdminHttpServer:
         self.routes: dict[tuple[str, str], Route] = {("GET", METRICS_PATH): self._metrics}
         self.body_routes: dict[tuple[str, str], BodyRoute] = {}
         self._registry = registry
+        self._before_scrape = before_scrape
         self._runner: web.ServerRunner | None = None
 
     async def _metrics(self, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        if self._before_scrape is not None:
+            self._before_scrape()
         # Collectors read logs and the cleaner checkpoint: keep that file I/O off the event loop.
         return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self._registry)
 

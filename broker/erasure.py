@@ -13,7 +13,8 @@ The receipt is `verified` only when no such record is left on disk. Otherwise `r
 its newest record is that old), `file.delete.delay.ms` (the old values sit in segments renamed `.deleted`, unlinked
 after that delay), or a round that did not clean. The tombstone itself is removed by a round after
 `delete.retention.ms` has passed since the round that cleaned past it (`tombstone_removable_after`).
-The key is never echoed: the receipt names it by SHA-256. Event-loop thread only (file and log work in threads).
+The key is never echoed: the receipt names it by SHA-256. Event-loop thread only (the tombstone is appended on the
+loop, as a Produce is; file and cleaner work in threads).
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ class Erasure:
         if log is None:
             return _reply(404, {"error": f"Partition {topic}-{partition} does not exist"})
         if tombstone_offset is None:
-            try:
-                tombstone_offset = await asyncio.to_thread(self._append_tombstone, topic, partition, key)
+            try:  # on the loop, as a Produce appends: the append wakes the fetches waiting in the purgatory
+                tombstone_offset = self._append_tombstone(topic, partition, key)
             except KafkaError as error:
                 return _reply(500, {"error": f"the tombstone could not be written: {error.message or error}"})
         elif not 0 <= tombstone_offset < log.log_end_offset:

@@ -2,7 +2,8 @@
 
 A waiting fetch registers one future under each partition it reads; `notify_append()` completes the futures
 of that partition. The fetch then re-reads and decides whether `min_bytes` is met, so a spurious wake-up is
-harmless. Event-loop thread only (not thread-safe).
+harmless. Event-loop thread only (not thread-safe): a future resolved from another thread does not wake the loop,
+so `notify_append` checks its thread (broker/loop_owner.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
+
+from minikafka.broker.loop_owner import assert_on_loop
 
 TopicPartition = tuple[str, int]
 
@@ -41,6 +44,7 @@ class FetchPurgatory:
                         del self._watchers[key]
 
     def notify_append(self, partition: TopicPartition) -> None:
+        assert_on_loop("FetchPurgatory")
         for future in self._watchers.pop(partition, ()):
             if not future.done():
                 future.set_result(None)

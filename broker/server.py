@@ -108,7 +108,7 @@ class KafkaServer:
             self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
             admin, self.clock)
         self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
-        self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
+        self.metrics.register_loop_owned(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:
@@ -148,7 +148,7 @@ class KafkaServer:
             self.admin_http = AdminHttpServer(
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry,
                 AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
-                tuple(self.config["minikafka.metrics.allowed.hosts"]),
+                tuple(self.config["minikafka.metrics.allowed.hosts"]), self.metrics.publish_loop_snapshots,
             )
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
