@@ -25,24 +25,29 @@ request's task): what the console asks before showing a resource, with the same 
 rules as a Kafka request (topic DESCRIBE to list a topic, READ for a key's records and values, group DESCRIBE for a
 group and its members). Without security every request has `OPEN_ACCESS`.
 
-No mutable state of its own; `check` runs on the event loop and derives keys in a worker thread. The SCRAM store
+Its one mutable state is a short cache of verified credentials (VERIFIED_CACHE_S; locked), so a console page's
+dozen requests cost one key derivation, not twelve; `check` runs on the event loop and derives keys in the admin
+port's threads (broker/admin_workers.py). The SCRAM store
 (locked) and the authorizer (copy-on-write ACL index) it shares with the handlers are thread-safe, so credential
 and ACL changes apply at once; `super.users` and the PLAIN users are read at startup, as the listeners read them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextvars
 import hashlib
 import hmac
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minikafka.broker.admin_guard import AdminDenial, is_loopback
+from minikafka.broker.admin_workers import admin_thread
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.security.acls import CLUSTER_NAME, AclOperation, Action, ResourceType
 from minikafka.broker.security.authorizer import StandardAuthorizer
@@ -60,6 +65,9 @@ WWW_AUTHENTICATE = f'Basic realm="{REALM}"'
 ADMIN_HTTP_LISTENER = "MINIKAFKA_ADMIN_HTTP"
 _READ_METHODS = frozenset({"GET", "HEAD"})
 _DUMMY_SALT = b"minikafka-admin-http-unknown-user"
+#: how long a verified (user, password) pair is trusted without another key derivation, and how many are kept
+VERIFIED_CACHE_S = 60.0
+VERIFIED_CACHE_ENTRIES = 256
 
 
 UNAUTHORIZED = AdminDenial(401, b"authentication required\n", {"WWW-Authenticate": WWW_AUTHENTICATE})
@@ -137,6 +145,10 @@ class AdminAuthenticator:
         self._plain_users = {user: _digest(password) for user, password in plain_users.items()}
         self._super_users = super_users
         self._authorizer = authorizer
+        # (user, password) pairs verified lately, keyed by an HMAC under a per-process secret (no password kept)
+        self._cache_secret = os.urandom(32)
+        self._cache_lock = threading.Lock()
+        self._verified: dict[bytes, tuple[float, tuple[object, ...]]] = {}
 
     @classmethod
     def for_broker(cls, config: KafkaConfig, scram_credentials: ScramCredentialStore,
@@ -163,7 +175,7 @@ class AdminAuthenticator:
             log.info("admin HTTP %s from %s: no valid Basic credentials", method, client_address)
             return UNAUTHORIZED
         user, password = credentials
-        if not await asyncio.to_thread(self.verify_password, user, password):
+        if not await admin_thread(self.verify_password, user, password):
             log.info("admin HTTP %s from %s: authentication failed (invalid username or password)", method,
                      client_address)
             return UNAUTHORIZED
@@ -177,8 +189,34 @@ class AdminAuthenticator:
         return None
 
     def verify_password(self, user: str, password: str) -> bool:
-        """True when `password` is the user's SCRAM password (any of its mechanisms) or PLAIN password. Derives
-        keys (PBKDF2, thousands of iterations): call it off the event loop. Thread-safe."""
+        """True when `password` is the user's SCRAM password (any of its mechanisms) or PLAIN password. A pair
+        verified in the last VERIFIED_CACHE_S is answered from the cache while the user's credentials are the ones
+        it was verified against (a changed or deleted SCRAM credential is checked again at once); anything else
+        derives keys (PBKDF2, thousands of iterations), failures every time: call it off the event loop.
+        Thread-safe."""
+        token = hmac.new(self._cache_secret, f"{user}\0{password}".encode(), hashlib.sha256).digest()
+        fingerprint = self._credential_fingerprint(user)
+        now = time.monotonic()
+        with self._cache_lock:
+            cached = self._verified.get(token)
+            if cached is not None and cached[0] > now and cached[1] == fingerprint:
+                return True
+        if not self._derive_and_verify(user, password):
+            return False
+        with self._cache_lock:
+            if len(self._verified) >= VERIFIED_CACHE_ENTRIES:
+                self._verified = {t: entry for t, entry in self._verified.items() if entry[0] > now}
+                if len(self._verified) >= VERIFIED_CACHE_ENTRIES:
+                    self._verified.pop(next(iter(self._verified)))
+            self._verified[token] = (now + VERIFIED_CACHE_S, fingerprint)
+        return True
+
+    def _credential_fingerprint(self, user: str) -> tuple[object, ...]:
+        """What a cached verification of `user` depends on: the stored keys of each SCRAM mechanism."""
+        credentials = (self._scram_credentials.get(user, mechanism) for mechanism in ScramMechanism)
+        return tuple(None if c is None else (c.salt, c.iterations, c.stored_key) for c in credentials)
+
+    def _derive_and_verify(self, user: str, password: str) -> bool:
         verified = False
         derived = False
         for mechanism in ScramMechanism:

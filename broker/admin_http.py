@@ -29,6 +29,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from minikafka.broker.admin_guard import BrowserGuard
+from minikafka.broker.admin_workers import AdminWorkers, serve_with
 
 if TYPE_CHECKING:
     from minikafka.broker.admin_auth import AdminAuthenticator
@@ -96,13 +97,15 @@ class AdminHttpServer:
         self.body_routes: dict[tuple[str, str], BodyRoute] = {}
         self._registry = registry
         self._before_scrape = before_scrape
+        self.workers = AdminWorkers()
         self._runner: web.ServerRunner | None = None
 
     async def _metrics(self, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         if self._before_scrape is not None:
             self._before_scrape()
         # Collectors read logs and the cleaner checkpoint: keep that file I/O off the event loop.
-        return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self._registry)
+        scrape = asyncio.get_running_loop().run_in_executor(self.workers.scrape_pool, generate_latest, self._registry)
+        return 200, CONTENT_TYPE_LATEST, await scrape
 
     async def start(self) -> None:
         server = _AdminWebServer(self._handle, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
@@ -114,13 +117,17 @@ class AdminHttpServer:
         self.port = runner.addresses[0][1]
 
     async def stop(self) -> None:
+        """Close the port, cancel the requests still running after SHUTDOWN_TIMEOUT_S, then wait for the admin
+        threads they started (a cancelled request's thread runs on: it is waited for, not abandoned)."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await asyncio.to_thread(self.workers.shutdown)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         extra_headers: Mapping[str, str] = {}
         method, path = request.method, request.path
+        serve_with(self.workers)
         if (isinstance(request.protocol, _HalfClosingRequestHandler) and request.protocol.peer_closed
                 and not request.content.is_eof()):
             request.content.feed_eof()  # EOF came while the request waited to be handled

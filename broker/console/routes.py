@@ -11,12 +11,12 @@ front page lists the topics the principal may DESCRIBE and the consumer and shar
 members and hosts with them; a group's partition rows only for topics it may DESCRIBE); a topic page needs DESCRIBE
 on the topic; a key lookup (records and values) READ on the topic. A refused page is 403, whether the topic exists
 or not.
-Event-loop thread only; page data is read in worker threads except group lag (the coordinator is loop-owned).
+Event-loop thread only; page data is read in the admin port's threads (`admin_thread`) except group lag (the
+coordinator is loop-owned).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 from importlib.resources import files
@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from minikafka.broker.admin_auth import AdminAccess, request_access
 from minikafka.broker.admin_http import AdminHttpServer
+from minikafka.broker.admin_workers import admin_thread
 from minikafka.broker.console import pages
 from minikafka.broker.console.state import ConsoleState, GroupLag, ShareGroupView, group_lags, share_group_views
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
@@ -73,7 +74,7 @@ class Console:
     async def front(self, _query: dict[str, list[str]]) -> Reply:
         access = request_access()
         now_ms = self.clock.time_ms()
-        topics = await asyncio.to_thread(self.state.topic_views, now_ms)
+        topics = await admin_thread(self.state.topic_views, now_ms)
         groups = group_lags(self.group_coordinator, self.log_manager)
         share_groups = share_group_views(self.share_coordinator)
         described = access.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, {
@@ -94,7 +95,7 @@ class Console:
         if not request_access().allows(AclOperation.DESCRIBE, ResourceType.TOPIC, [name])[0]:
             return _refused(AclOperation.DESCRIBE, name)
         now_ms = self.clock.time_ms()
-        view = await asyncio.to_thread(self.state.topic_detail, name, now_ms)
+        view = await admin_thread(self.state.topic_detail, name, now_ms)
         if view is None:
             return 404, HTML, pages.message_page("No such topic", f"Topic {name} does not exist.")
         return 200, HTML, render(view, now_ms)
@@ -112,7 +113,7 @@ class Console:
             show = int(s) if (s := _first(query, "show")) else None
         except ValueError as error:
             return 400, HTML, pages.message_page("Bad key lookup", str(error))
-        lookup = await asyncio.to_thread(self.state.key_lookup, topic, key, partition, self.clock.time_ms(), show)
+        lookup = await admin_thread(self.state.key_lookup, topic, key, partition, self.clock.time_ms(), show)
         if lookup is None:
             return 404, HTML, pages.message_page("No such partition",
                                                  f"Topic {topic} (partition {partition}) does not exist.")
