@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
-import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer
 from prometheus_client.registry import Collector
 
 from minikafka.broker import loop_owner
@@ -21,6 +19,7 @@ from minikafka.broker.loop_owner import LoopOwnershipError
 from minikafka.broker.metrics import BrokerMetrics
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.testing import MiniKafka
+from tests.integration.test_admin_http_attacks import users_topic
 
 
 def test_the_suite_runs_with_the_check_on() -> None:
@@ -66,25 +65,19 @@ def test_loop_owned_collectors_are_built_on_the_loop_and_only_read_in_the_scrape
 
 def test_scrapes_and_erasure_against_a_broker_touch_loop_state_only_on_the_loop() -> None:
     with MiniKafka({"log.cleaner.backoff.ms": 200}) as kafka:
-        topic = f"owned-{uuid.uuid4().hex[:6]}"
-        admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-        admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact",
-                                                           "min.compaction.lag.ms": "0"})])[topic].result(30)
-        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
-        producer.produce(topic, key=b"alice", value=b"a", partition=0)
-        assert producer.flush(30) == 0
+        topic = users_topic(kafka)  # alice at offset 0, bob at 1
         consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "owned",
                              "auto.offset.reset": "earliest", "fetch.wait.max.ms": 500})
         consumer.subscribe([topic])
         try:
-            assert consumer.poll(10) is not None  # an incremental fetch session now lives in the cache
+            assert [consumer.poll(10) is not None for _ in range(2)] == [True, True]  # a fetch session is cached
             for _ in range(3):
                 with urllib.request.urlopen(kafka.metrics_url, timeout=30) as response:
                     assert b"kafka_server_fetchsessioncache_numincrementalfetchsessions" in response.read()
             request = urllib.request.Request(f"{kafka.admin_url}/admin/erase?topic={topic}&key=alice&timeout_ms=5000",
                                              data=b"", method="POST")
             with urllib.request.urlopen(request, timeout=60) as response:
-                assert json.loads(response.read())["tombstone_offset"] == 1
+                assert json.loads(response.read())["tombstone_offset"] == 2
             tombstone = consumer.poll(10)
             assert tombstone is not None and tombstone.key() == b"alice" and tombstone.value() is None
         finally:
