@@ -28,10 +28,10 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka.testing import MiniKafka
-from tests.integration.test_console_browser import browser, statuses
+from tests.integration.test_console_browser import browser, secured, statuses
 
 pytestmark = pytest.mark.timeout(240)
-__all__ = ["browser"]  # the module-scoped headless Chromium fixture
+__all__ = ["browser", "secured"]  # module-scoped fixtures: the headless Chromium, a broker with SASL and ACLs
 
 
 @pytest.fixture(scope="module")
@@ -77,23 +77,25 @@ def attacker() -> Iterator[AttackerSite]:
     site.close()
 
 
-def users_topic(kafka: MiniKafka) -> str:
-    """A compacted topic with one partition holding alice's and bob's records (end offset 2)."""
+def users_topic(kafka: MiniKafka, client: dict[str, str] | None = None) -> str:
+    """A compacted topic with one partition holding alice's and bob's records (end offset 2); `client` is the
+    clients' config (default: the PLAINTEXT listener)."""
+    client = client or {"bootstrap.servers": kafka.bootstrap_servers}
     topic = f"users-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin = AdminClient(client)
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact",
                                                       "min.compaction.lag.ms": "0"})])[topic].result(30)
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    producer = Producer({**client, "linger.ms": 0})
     producer.produce(topic, key=b"alice", value=b"alice@example.com", partition=0)
     producer.produce(topic, key=b"bob", value=b"bob@example.com", partition=0)
     assert producer.flush(30) == 0
     return topic
 
 
-def end_offset(kafka: MiniKafka, topic: str) -> int:
+def end_offset(kafka: MiniKafka, topic: str, client: dict[str, str] | None = None) -> int:
     from confluent_kafka import TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "watermarks"})
+    consumer = Consumer({**(client or {"bootstrap.servers": kafka.bootstrap_servers}), "group.id": "watermarks"})
     try:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
     finally:
@@ -114,6 +116,31 @@ def test_a_forged_form_post_from_another_origin_erases_nothing(kafka: MiniKafka,
     assert statuses(browser).get(target) == 403
     assert "cross-site request refused" in browser.page_source
     assert end_offset(kafka, topic) == 2  # no tombstone
+
+
+def test_a_forged_form_post_erases_nothing_even_when_the_browser_holds_the_consoles_credentials(
+        secured: MiniKafka, browser: Any, attacker: AttackerSite) -> None:
+    """With security on, a browser that opened the console resends its cached Basic credentials with the forged
+    POST: the cross-site check refuses it before they are looked at."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = {"bootstrap.servers": secured.bootstrap_servers_for("SASL_PLAINTEXT"),
+              "security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "admin",
+              "sasl.password": "admin-secret"}
+    topic = users_topic(secured, client)
+    host = secured.admin_url.removeprefix("http://")
+    browser.get(f"http://admin:admin-secret@{host}/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Topics"  # logged in: the browser caches the credentials
+    target = f"{secured.admin_url}/admin/erase?topic={topic}&key=alice&timeout_ms=5000"
+    attacker.pages["/secured-form.html"] = (
+        f'<html><body><form id="f" method="POST" action="{target}"></form>'
+        '<script>document.getElementById("f").submit();</script></body></html>').encode()
+    statuses(browser)
+    browser.get(attacker.origin + "/secured-form.html")
+    WebDriverWait(browser, 30).until(lambda driver: driver.current_url.startswith(secured.admin_url))
+    assert statuses(browser).get(target) == 403
+    assert end_offset(secured, topic, client) == 2
 
 
 def test_a_no_cors_fetch_from_another_origin_erases_nothing(kafka: MiniKafka, browser: Any,
