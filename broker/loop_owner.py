@@ -23,8 +23,12 @@ class LoopOwnershipError(AssertionError):
     """Loop-owned state was touched from a thread without a running event loop."""
 
 
-def assert_on_loop(owner: str) -> None:
-    """Raise LoopOwnershipError when checking is on and the calling thread runs no event loop."""
-    if CHECKING and asyncio._get_running_loop() is None:
+def assert_on_loop(owner: str, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Raise LoopOwnershipError when checking is on and the calling thread does not run `loop` (with None: runs no
+    event loop at all)."""
+    if not CHECKING:
+        return
+    running = asyncio._get_running_loop()
+    if running is None or (loop is not None and running is not loop):
         raise LoopOwnershipError(f"{owner} is event-loop-thread only, but thread "
                                  f"{threading.current_thread().name!r} touched it")
