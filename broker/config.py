@@ -136,6 +136,15 @@ _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
 }
 
 
+def declared_broker_key(name: str) -> ConfigKey | None:
+    """`name`'s key in the broker's config tables, a `log.*` synonym (log.retention.hours) as a STRING; None when
+    the broker does not know the name."""
+    for table in _CONFIG_TABLES:
+        if name in table:
+            return table.keys[name]
+    return ConfigKey(name, ConfigType.STRING, None, None, "") if name in _LOG_SYNONYMS else None
+
+
 class KafkaConfig:
     """The validated broker configuration; `props` keeps the raw strings for the layers below."""
 

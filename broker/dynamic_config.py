@@ -37,12 +37,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, declared_broker_key, load_properties
 from minikafka.broker.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_DYNAMIC_CONFIGS, KAFKA_STATIC_CONFIGS
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.storage.checkpoint import atomic_write
-from minikafka.storage.config_def import ConfigKey, parse_value
+from minikafka.storage.config_def import ConfigKey, ConfigType, parse_value
 from minikafka.storage.log_config import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
@@ -118,7 +118,10 @@ def is_sensitive(name: str) -> bool:
         key = KAFKA_BROKER_KEYS.get(candidate)
         if key is not None:
             return key.sensitive
-        if config_key(candidate) is not None:
+        declared = declared_broker_key(candidate) or config_key(candidate)
+        if declared is not None:
+            return declared.type is ConfigType.PASSWORD
+        if candidate in KAFKA_STATIC_CONFIGS:
             return False
     return True
 

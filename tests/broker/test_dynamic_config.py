@@ -225,3 +225,17 @@ def test_a_listeners_jaas_config_is_never_logged_nor_described_and_its_file_is_0
     with caplog.at_level(logging.INFO):
         DynamicBrokerConfig(admin.config)  # at start-up the persisted layer is logged as applied
     assert "Applied dynamic broker configs" in caplog.text and "secret" not in caplog.text
+
+
+@pytest.mark.parametrize(("name", "sensitive"), [
+    ("sasl.jaas.config", True), ("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config", True),
+    ("listener.name.ssl.ssl.key.password", True), ("a.plugin.secret", True),
+    ("listener.name.ssl.max.connections", False), ("log.retention.hours", False), ("log.cleaner.threads", False),
+    ("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", False), ("minikafka.metrics.host", False),
+])
+def test_sensitive_is_kafkas_maybe_sensitive(name: str, sensitive: bool) -> None:
+    """PASSWORD keys and keys of unknown type are sensitive; listener- and mechanism-prefixed keys are typed as their
+    base key (Kafka's DynamicBrokerConfig.brokerConfigSynonyms)."""
+    from minikafka.broker.dynamic_config import is_sensitive
+
+    assert is_sensitive(name) is sensitive
