@@ -23,6 +23,7 @@ from minikafka.broker.dynamic_config import (
     TOPIC_DEFAULT_CONFIGS,
     DynamicBrokerConfig,
     cleaner_config_of,
+    redacted,
 )
 from minikafka.broker.group_config_admin import GroupConfigAdmin
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
@@ -157,7 +158,7 @@ class AdminManager:
             await asyncio.to_thread(self.dynamic.persist, per_broker, new_layer)
             self.dynamic.commit(per_broker, new_layer, new_config)
             log.info("Updated %s with dynamic configs %s", f"broker {resource_name}" if per_broker else
-                     "the cluster default broker config", dict(new_layer))
+                     "the cluster default broker config", redacted(new_layer))
             if self.log_cleaner is not None and cleaner_changed:
                 await asyncio.to_thread(self.log_cleaner.reconfigure, new_config.cleaner)
                 log.info("Reconfigured the log cleaner: %d threads, backoff %d ms, %s I/O bytes/s",

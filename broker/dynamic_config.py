@@ -15,8 +15,8 @@ type (and minikafka's own validator where it defines the key). What happens to a
   storage) are stored and reported only. As in KRaft mode, `listeners` may not change what the broker advertises.
 
 Kafka keeps dynamic broker configs in its metadata log; minikafka keeps them in the (first) log dir, in Java
-properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 since
-passwords may be among them, as they are in clear in Kafka's metadata log):
+properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 from the
+first byte since passwords may be among them, as they are in clear in Kafka's metadata log; never logged: `redacted`):
 
 - `dynamic-broker-default-config.properties`: the cluster default (resource name "", `--entity-default`);
 - `dynamic-broker-config.properties`: this node's own (resource name = `node.id`, `--entity-name`).
@@ -37,12 +37,12 @@ import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, declared_broker_key, load_properties
 from minikafka.broker.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_DYNAMIC_CONFIGS, KAFKA_STATIC_CONFIGS
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.storage.checkpoint import atomic_write
-from minikafka.storage.config_def import ConfigKey, parse_value
+from minikafka.storage.config_def import ConfigKey, ConfigType, parse_value
 from minikafka.storage.log_config import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
@@ -101,10 +101,35 @@ def config_key(name: str) -> ConfigKey | None:
     return ConfigKey(name, kafka_key.type, kafka_key.default)
 
 
+#: what a sensitive value is logged as (Kafka's ConfigUtils.configMapToRedactedString)
+REDACTED = "(redacted)"
+
+
 def is_sensitive(name: str) -> bool:
-    """Kafka's KafkaConfig.maybeSensitive: PASSWORD keys (their values are never described)."""
-    key = KAFKA_BROKER_KEYS.get(base_name(name))
-    return key is not None and key.sensitive
+    """Kafka's KafkaConfig.maybeSensitive(configType(name)): a PASSWORD key, or a key whose type is unknown (a
+    custom key may hold anything). A per-listener override is typed as its base key, with or without the SASL
+    mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config` is `sasl.jaas.config`), as
+    DynamicBrokerConfig.brokerConfigSynonyms matches it. Sensitive values are never described nor logged."""
+    candidates = [name]
+    match = _LISTENER_PREFIX.fullmatch(name)
+    if match:
+        base = match.group(1)
+        candidates += [base, base.partition(".")[2]]
+    for candidate in candidates:
+        key = KAFKA_BROKER_KEYS.get(candidate)
+        if key is not None:
+            return key.sensitive
+        declared = declared_broker_key(candidate) or config_key(candidate)
+        if declared is not None:
+            return declared.type is ConfigType.PASSWORD
+        if candidate in KAFKA_STATIC_CONFIGS:
+            return False
+    return True
+
+
+def redacted(layer: Mapping[str, str]) -> dict[str, str]:
+    """`layer` fit for a log line: sensitive values replaced by REDACTED."""
+    return {name: REDACTED if is_sensitive(name) else value for name, value in layer.items()}
 
 
 def cleaner_config_of(props: Mapping[str, str]) -> CleanerConfig:
@@ -200,13 +225,13 @@ class DynamicBrokerConfig:
             try:
                 self.current = KafkaConfig(self.merged_props(self.default_layer, self.broker_layer))
             except InvalidConfigError as error:
-                log.warning("Ignoring the dynamic broker configs %s and %s in %s: %s", self.default_layer,
-                            self.broker_layer, self.log_dir, error.message)
+                log.warning("Ignoring the dynamic broker configs %s and %s in %s: %s", redacted(self.default_layer),
+                            redacted(self.broker_layer), self.log_dir, error.message)
                 self.default_layer, self.broker_layer = {}, {}
                 files_ignored = True
             else:
-                log.info("Applied dynamic broker configs: cluster default %s, node %d %s", self.default_layer,
-                         self.node_id, self.broker_layer)
+                log.info("Applied dynamic broker configs: cluster default %s, node %d %s", redacted(self.default_layer),
+                         self.node_id, redacted(self.broker_layer))
         self._generate_elr_safety_configs(persist=not files_ignored)
 
     def _generate_elr_safety_configs(self, persist: bool) -> None:
@@ -360,8 +385,7 @@ class DynamicBrokerConfig:
         lines = [f"{name}={_escape(value)}\n" for name, value in sorted(new_layer.items())]
         self.log_dir.mkdir(parents=True, exist_ok=True)
         path = self.log_dir / file_name
-        atomic_write(path, (_HEADER.format(what=what) + "".join(lines)).encode())
-        path.chmod(0o600)
+        atomic_write(path, (_HEADER.format(what=what) + "".join(lines)).encode(), mode=0o600)
 
     def commit(self, per_broker: bool, new_layer: Mapping[str, str], new_config: KafkaConfig) -> None:
         """Make a persisted layer and the config merged with it current."""

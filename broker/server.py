@@ -3,7 +3,8 @@ the periodic log tasks, and shuts down gracefully.
 
 Startup: load (and recover) every partition log, then listen. Shutdown (SIGTERM/SIGINT): stop accepting,
 let in-flight requests finish, then flush every log, snapshot producer state and write the checkpoints and
-the clean-shutdown marker. Periodic tasks that touch the disk run in worker threads. Event-loop thread only.
+the clean-shutdown marker. Periodic tasks that touch the disk run in worker threads, which shutdown waits for before
+it closes the logs (as it waits for the admin port's threads). Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from minikafka.broker.admin_auth import AdminAuthenticator
 from minikafka.broker.admin_http import AdminHttpServer, RequestBody
 from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.broker.cleaner_state import cleaner_state
 from minikafka.broker.compaction_plans import CompactionPlanUploads
 from minikafka.broker.config import KafkaConfig
@@ -87,6 +89,7 @@ class KafkaServer:
         self.admin_http: AdminHttpServer | None = None
         self.compaction_plans = CompactionPlanUploads(config.log_dir, self.log_cleaner)
         self._tasks: list[asyncio.Task[None]] = []
+        self._running_actions: set[asyncio.Future[None]] = set()  # periodic actions in progress (threads included)
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
@@ -113,7 +116,7 @@ class KafkaServer:
             self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
             admin, self.clock)
         self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
-        self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
+        self.metrics.register_loop_owned(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:
@@ -153,6 +156,7 @@ class KafkaServer:
             self.admin_http = AdminHttpServer(
                 str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry,
                 AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
+                tuple(self.config["minikafka.metrics.allowed.hosts"]), self.metrics.publish_loop_snapshots,
             )
             await asyncio.to_thread(self.compaction_plans.clear)
             self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
@@ -266,8 +270,15 @@ class KafkaServer:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(interval_ms / 1000)
+                # Shielded: cancelling the loop at shutdown must not abandon a flush or roll running in a thread;
+                # shutdown waits for it (`_running_actions`) before it closes the logs.
+                run = asyncio.ensure_future(action())
+                self._running_actions.add(run)
+                run.add_done_callback(self._running_actions.discard)
                 try:
-                    await action()
+                    await asyncio.shield(run)
+                except asyncio.CancelledError:
+                    raise
                 except Exception:
                     log.exception("periodic task %s failed; it will run again", name)
 
@@ -309,13 +320,13 @@ class KafkaServer:
         if query.get("exact", ["false"])[0].lower() in ("1", "true", "yes"):
             return await self.compaction_plans.compact_exact(topic, partition, body, wait=wait, timeout_s=timeout_s)
         try:
-            request = await asyncio.to_thread(self.log_cleaner.request_compaction, topic, partition)
+            request = await admin_thread(self.log_cleaner.request_compaction, topic, partition)
         except UnknownTopicOrPartitionError as error:
             return reply(404, {"error": error.message or str(error)})
         except InvalidConfigError as error:
             return reply(400, {"error": error.message or str(error)})
         if wait:
-            await asyncio.to_thread(request.wait, timeout_s)
+            await wait_for_event(request.done, timeout_s)
         return reply(200 if request.done.is_set() else 202, request.to_json())
 
     async def _admin_cleaner_state(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
@@ -324,7 +335,7 @@ class KafkaServer:
         if not topic:
             return 400, "application/json", b'{"error": "missing topic parameter"}\n'
         try:
-            state = await asyncio.to_thread(
+            state = await admin_thread(
                 functools.partial(
                     cleaner_state, self.log_manager, self.log_cleaner, topic, self.clock.time_ms(),
                     roll_check_interval_ms=int(self.config["minikafka.log.roll.check.interval.ms"])))
@@ -350,6 +361,7 @@ class KafkaServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._running_actions, return_exceptions=True)  # their threads, before logs close
         if self.txn_coordinator is not None:
             self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:

@@ -377,6 +377,7 @@ async def _broker_metric_families(log_dir: str) -> list[Any]:
                                       "minikafka.metrics.port": "0", "log.cleaner.enable": "false"}))
     await server.startup()
     try:
+        server.metrics.publish_loop_snapshots()  # as a scrape does first
         return list(server.metrics.registry.collect())
     finally:
         await server.shutdown()

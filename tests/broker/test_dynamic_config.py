@@ -5,8 +5,11 @@ no worker processes). The wire path is tests/integration/test_dynamic_cleaner_co
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,3 +212,56 @@ def test_the_cluster_default_min_insync_replicas_is_generated_and_guarded(tmp_pa
     # a user's value survives restarts
     dynamic.persist(False, {"min.insync.replicas": "4"})
     assert DynamicBrokerConfig(static_config(tmp_path)).default_layer == {"min.insync.replicas": "4"}
+
+
+def test_a_listeners_jaas_config_is_never_logged_nor_described_and_its_file_is_0600_from_the_first_byte(
+        admin: AdminManager, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's isSensitive: `sasl.jaas.config` is a PASSWORD key, under a listener prefix with or without the
+    mechanism; a key of unknown type counts as sensitive too. The file's mode is read when it is renamed into place,
+    with a umask that would leave it world-readable."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    layer = {"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+             "listener.name.sasl_ssl.sasl.jaas.config": jaas.replace("alice-secret", "other-secret"),
+             "my.plugin.token": "plugin-secret", "log.cleaner.backoff.ms": "20"}
+    renamed_modes = []
+    real_replace = os.replace
+
+    def replace(source: Any, target: Any) -> None:
+        renamed_modes.append(os.stat(source).st_mode & 0o777)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    old_umask = os.umask(0o000)
+    try:
+        with caplog.at_level(logging.INFO):
+            asyncio.run(admin.alter_broker_config("3", layer, False))
+    finally:
+        os.umask(old_umask)
+    assert renamed_modes == [0o600]
+    assert "secret" not in caplog.text
+    assert "'listener.name.sasl_plaintext.plain.sasl.jaas.config': '(redacted)'" in caplog.text
+    assert "'log.cleaner.backoff.ms': '20'" in caplog.text
+    entries = {entry.name: entry for entry in admin.describe_broker_config("3")}
+    for name in ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "listener.name.sasl_ssl.sasl.jaas.config",
+                 "my.plugin.token"):
+        assert (entries[name].value, entries[name].is_sensitive) == (None, True), name
+        assert all(value is None for _name, value, _source in entries[name].synonyms)
+    assert (entries["log.cleaner.backoff.ms"].value, entries["log.cleaner.backoff.ms"].is_sensitive) == ("20", False)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        DynamicBrokerConfig(admin.config)  # at start-up the persisted layer is logged as applied
+    assert "Applied dynamic broker configs" in caplog.text and "secret" not in caplog.text
+
+
+@pytest.mark.parametrize(("name", "sensitive"), [
+    ("sasl.jaas.config", True), ("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config", True),
+    ("listener.name.ssl.ssl.key.password", True), ("a.plugin.secret", True),
+    ("listener.name.ssl.max.connections", False), ("log.retention.hours", False), ("log.cleaner.threads", False),
+    ("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", False), ("minikafka.metrics.host", False),
+])
+def test_sensitive_is_kafkas_maybe_sensitive(name: str, sensitive: bool) -> None:
+    """PASSWORD keys and keys of unknown type are sensitive; listener- and mechanism-prefixed keys are typed as their
+    base key (Kafka's DynamicBrokerConfig.brokerConfigSynonyms)."""
+    from minikafka.broker.dynamic_config import is_sensitive
+
+    assert is_sensitive(name) is sensitive
