@@ -3,7 +3,9 @@
 the broker serves, with the syntax of `kafka-storage format --add-scram`) and
 `minikafka compact TOPIC [--partition N] [--wait] [--admin-url URL] [--admin-user U --admin-password P]` (asks a
 running broker to clean now through `POST /admin/compact` on its metrics/admin port and prints what was removed;
-the credentials, also from MINIKAFKA_ADMIN_USER/MINIKAFKA_ADMIN_PASSWORD, are needed once the broker has security).
+the credentials, also from MINIKAFKA_ADMIN_USER/MINIKAFKA_ADMIN_PASSWORD, are needed once the broker has security),
+`minikafka erase` (broker/erase_cli.py) and `minikafka faults` (wire-level faults for tests:
+broker/faults/fault_cli.py).
 
 Further subcommands (`snapshot`, `audit` from minikafka.pipeline) come from the `minikafka.commands` entry points:
 each is a `register(subparsers)` that adds its parser with a `handler`; the broker never imports them."""
@@ -33,6 +35,7 @@ from minikafka.broker.admin_client import (  # noqa: E402
 )
 from minikafka.broker.config import KafkaConfig, load_properties  # noqa: E402
 from minikafka.broker.erase_cli import register as register_erase  # noqa: E402
+from minikafka.broker.faults.fault_cli import register as register_faults  # noqa: E402
 from minikafka.broker.log_dir_lock import LogDirLock  # noqa: E402
 from minikafka.broker.malloc_tuning import keep_freed_memory  # noqa: E402
 from minikafka.broker.security.scram_credentials import ScramCredentialStore  # noqa: E402
@@ -207,7 +210,7 @@ def compact(args: argparse.Namespace) -> int:
     return 0 if all(e["status"] in ("cleaned", "nothing_to_clean") for e in result["results"]) else 1
 
 
-BUILT_IN_COMMANDS = ("serve", "compact", "erase")
+BUILT_IN_COMMANDS = ("serve", "compact", "erase", "faults")
 
 
 class _DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -294,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                                 help="the broker's metrics/admin HTTP address (minikafka.metrics.port)")
     add_admin_credential_options(compact_parser)
     register_erase(commands)
+    register_faults(commands)
     exact = compact_parser.add_argument_group(
         "exact compaction", "plan on Spark which record of every key survives, then apply the plan in one round "
         "(any key count, no hash collisions; needs the [spark] extra)")

@@ -20,23 +20,34 @@ failed attempt, which may be a mistyped password).
 
 `/metrics` is not guarded: Prometheus scrapes it without credentials, as Kafka's JMX exporter serves it.
 
-No mutable state of its own; `check` runs on the event loop and derives keys in a worker thread. The SCRAM store
+Past that gate each request has an `AdminAccess` (`request_access()`, a context variable `check` sets for the
+request's task): what the console asks before showing a resource, with the same principal and the authorizer's
+rules as a Kafka request (topic DESCRIBE to list a topic, READ for a key's records and values, group DESCRIBE for a
+group and its members). Without security every request has `OPEN_ACCESS`.
+
+Its one mutable state is a short cache of verified credentials (VERIFIED_CACHE_S; locked), so a console page's
+dozen requests cost one key derivation, not twelve; `check` runs on the event loop and derives keys in the admin
+port's threads (broker/admin_workers.py). The SCRAM store
 (locked) and the authorizer (copy-on-write ACL index) it shares with the handlers are thread-safe, so credential
 and ACL changes apply at once; `super.users` and the PLAIN users are read at startup, as the listeners read them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
+import contextvars
 import hashlib
 import hmac
-import ipaddress
 import logging
-from collections.abc import Mapping
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from minikafka.broker.admin_guard import AdminDenial, is_loopback
+from minikafka.broker.admin_workers import admin_thread
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.security.acls import CLUSTER_NAME, AclOperation, Action, ResourceType
 from minikafka.broker.security.authorizer import StandardAuthorizer
@@ -54,19 +65,47 @@ WWW_AUTHENTICATE = f'Basic realm="{REALM}"'
 ADMIN_HTTP_LISTENER = "MINIKAFKA_ADMIN_HTTP"
 _READ_METHODS = frozenset({"GET", "HEAD"})
 _DUMMY_SALT = b"minikafka-admin-http-unknown-user"
-
-
-@dataclass(frozen=True)
-class AdminDenial:
-    """Why a request is refused: the HTTP status, a short body and the extra headers (the 401 challenge)."""
-
-    status: int
-    body: bytes
-    headers: Mapping[str, str]
+#: how long a verified (user, password) pair is trusted without another key derivation, and how many are kept
+VERIFIED_CACHE_S = 60.0
+VERIFIED_CACHE_ENTRIES = 256
 
 
 UNAUTHORIZED = AdminDenial(401, b"authentication required\n", {"WWW-Authenticate": WWW_AUTHENTICATE})
 FORBIDDEN = AdminDenial(403, b"not allowed: needs super.users or an ACL on the CLUSTER resource\n", {})
+
+
+@dataclass(frozen=True)
+class AdminAccess:
+    """The principal of one admin request and what it may see: `allows` answers as the broker's authorizer answers
+    a Kafka request of that principal from that host (super users: everything). `authenticator` None: security is
+    not configured and everything is allowed. Immutable; any thread."""
+
+    principal: KafkaPrincipal | None
+    client_address: str
+    authenticator: AdminAuthenticator | None
+
+    def allows(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> list[bool]:
+        """One answer per name."""
+        names = list(names)
+        if self.authenticator is None or self.principal is None:
+            return [True] * len(names)
+        return self.authenticator.authorize_all(
+            self.principal, [Action(operation, resource_type, name) for name in names], self.client_address)
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set[str]:
+        """The names `allows` lets through."""
+        names = list(names)
+        return {name for name, ok in zip(names, self.allows(operation, resource_type, names), strict=True) if ok}
+
+
+OPEN_ACCESS = AdminAccess(None, "", None)
+_REQUEST_ACCESS: contextvars.ContextVar[AdminAccess] = contextvars.ContextVar("minikafka_admin_access",
+                                                                             default=OPEN_ACCESS)
+
+
+def request_access() -> AdminAccess:
+    """The access of the admin request this task is serving (OPEN_ACCESS when security is not configured)."""
+    return _REQUEST_ACCESS.get()
 
 
 def security_configured(config: KafkaConfig) -> bool:
@@ -93,15 +132,6 @@ def parse_basic_credentials(authorization: str | None) -> tuple[str, str] | None
     return user, password
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -115,6 +145,10 @@ class AdminAuthenticator:
         self._plain_users = {user: _digest(password) for user, password in plain_users.items()}
         self._super_users = super_users
         self._authorizer = authorizer
+        # (user, password) pairs verified lately, keyed by an HMAC under a per-process secret (no password kept)
+        self._cache_secret = os.urandom(32)
+        self._cache_lock = threading.Lock()
+        self._verified: dict[bytes, tuple[float, tuple[object, ...]]] = {}
 
     @classmethod
     def for_broker(cls, config: KafkaConfig, scram_credentials: ScramCredentialStore,
@@ -123,7 +157,7 @@ class AdminAuthenticator:
         if not security_configured(config):
             return None
         host = str(config["minikafka.metrics.host"])
-        if not _is_loopback(host):
+        if not is_loopback(host):
             log.warning("minikafka.metrics.host=%s: the admin port is plain HTTP, so Basic credentials for /admin/* "
                         "cross the network in clear text; keep it on loopback (the default) or behind a TLS proxy",
                         host or "(all interfaces)")
@@ -135,12 +169,13 @@ class AdminAuthenticator:
 
     async def check(self, method: str, authorization: str | None, client_address: str) -> AdminDenial | None:
         """None when the request may proceed, else the answer to send instead."""
+        _REQUEST_ACCESS.set(AdminAccess(KafkaPrincipal("User", "ANONYMOUS"), client_address, self))  # until verified
         credentials = parse_basic_credentials(authorization)
         if credentials is None:
             log.info("admin HTTP %s from %s: no valid Basic credentials", method, client_address)
             return UNAUTHORIZED
         user, password = credentials
-        if not await asyncio.to_thread(self.verify_password, user, password):
+        if not await admin_thread(self.verify_password, user, password):
             log.info("admin HTTP %s from %s: authentication failed (invalid username or password)", method,
                      client_address)
             return UNAUTHORIZED
@@ -150,11 +185,38 @@ class AdminAuthenticator:
             log.info("admin HTTP %s from %s: principal %s is not allowed %s on CLUSTER", method, client_address,
                      principal, operation.name)
             return FORBIDDEN
+        _REQUEST_ACCESS.set(AdminAccess(principal, client_address, self))
         return None
 
     def verify_password(self, user: str, password: str) -> bool:
-        """True when `password` is the user's SCRAM password (any of its mechanisms) or PLAIN password. Derives
-        keys (PBKDF2, thousands of iterations): call it off the event loop. Thread-safe."""
+        """True when `password` is the user's SCRAM password (any of its mechanisms) or PLAIN password. A pair
+        verified in the last VERIFIED_CACHE_S is answered from the cache while the user's credentials are the ones
+        it was verified against (a changed or deleted SCRAM credential is checked again at once); anything else
+        derives keys (PBKDF2, thousands of iterations), failures every time: call it off the event loop.
+        Thread-safe."""
+        token = hmac.new(self._cache_secret, f"{user}\0{password}".encode(), hashlib.sha256).digest()
+        fingerprint = self._credential_fingerprint(user)
+        now = time.monotonic()
+        with self._cache_lock:
+            cached = self._verified.get(token)
+            if cached is not None and cached[0] > now and cached[1] == fingerprint:
+                return True
+        if not self._derive_and_verify(user, password):
+            return False
+        with self._cache_lock:
+            if len(self._verified) >= VERIFIED_CACHE_ENTRIES:
+                self._verified = {t: entry for t, entry in self._verified.items() if entry[0] > now}
+                if len(self._verified) >= VERIFIED_CACHE_ENTRIES:
+                    self._verified.pop(next(iter(self._verified)))
+            self._verified[token] = (now + VERIFIED_CACHE_S, fingerprint)
+        return True
+
+    def _credential_fingerprint(self, user: str) -> tuple[object, ...]:
+        """What a cached verification of `user` depends on: the stored keys of each SCRAM mechanism."""
+        credentials = (self._scram_credentials.get(user, mechanism) for mechanism in ScramMechanism)
+        return tuple(None if c is None else (c.salt, c.iterations, c.stored_key) for c in credentials)
+
+    def _derive_and_verify(self, user: str, password: str) -> bool:
         verified = False
         derived = False
         for mechanism in ScramMechanism:
@@ -175,9 +237,14 @@ class AdminAuthenticator:
 
     def authorize(self, principal: KafkaPrincipal, operation: AclOperation, client_address: str) -> bool:
         """A super user, or (with an authorizer) an ACL allowing `operation` on the CLUSTER resource."""
+        return self.authorize_all(principal, [Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)],
+                                  client_address)[0]
+
+    def authorize_all(self, principal: KafkaPrincipal, actions: list[Action], client_address: str) -> list[bool]:
+        """Per action: a super user, or (with an authorizer) an ACL allowing it. Thread-safe."""
         if str(principal) in self._super_users:
-            return True
-        if self._authorizer is None:
-            return False
+            return [True] * len(actions)
+        if self._authorizer is None or not actions:
+            return [False] * len(actions)
         session = Session(principal, client_address, ADMIN_HTTP_LISTENER, "PLAINTEXT")
-        return self._authorizer.authorize(session, [Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)])[0]
+        return self._authorizer.authorize(session, actions)

@@ -1,16 +1,19 @@
 """What a client of the metrics/admin HTTP port sends to `/admin/*`: `AdminCredentials` from `--admin-user` /
 `--admin-password`, or from `MINIKAFKA_ADMIN_USER` / `MINIKAFKA_ADMIN_PASSWORD` when an option is not given, as
-an HTTP Basic `Authorization` header (RFC 7617, UTF-8). Used by `minikafka compact` and the pipeline's `audit`
-and `compact --exact`. Stdlib only, so clients import nothing of the broker's. Immutable values; thread-safe.
+an HTTP Basic `Authorization` header (RFC 7617, UTF-8), and `admin_json_request` to send one. Used by
+`minikafka compact`, `erase` and `faults`, `MiniKafka.faults` and the pipeline's `audit` and `compact --exact`.
+Stdlib only, so clients import nothing of the broker's. Immutable values; thread-safe.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 ADMIN_USER_ENV = "MINIKAFKA_ADMIN_USER"
 ADMIN_PASSWORD_ENV = "MINIKAFKA_ADMIN_PASSWORD"
@@ -61,3 +64,26 @@ def add_admin_credential_options(parser: argparse.ArgumentParser | argparse._Arg
 def with_credentials(headers: Mapping[str, str], credentials: AdminCredentials | None) -> dict[str, str]:
     """`headers` plus the Authorization header when there are credentials."""
     return {**headers, **(credentials.headers() if credentials is not None else {})}
+
+
+def admin_json_request(url: str, headers: Mapping[str, str], timeout_s: float,
+                       method: str = "POST") -> tuple[int, dict[str, Any]]:
+    """Send one request to an `/admin/*` endpoint and return its status and JSON reply (a reply that is not JSON
+    comes back as `{"error": its text}`); OSError when the port cannot be reached."""
+    import urllib.error  # here: `minikafka serve` imports this module for its parsers only (start-up time)
+    import urllib.request
+
+    request = urllib.request.Request(url, data=b"" if method == "POST" else None, method=method,
+                                     headers=dict(headers))
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        reply = {"error": body.decode(errors="replace").strip()}
+    return status, reply

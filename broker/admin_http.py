@@ -9,9 +9,11 @@ keeps connections alive, and answers malformed requests with 400 itself. Event-l
 a request without one, chunked too). A body a route left unread is discarded by aiohttp before the connection
 takes its next request (or the connection is closed).
 
-With an `admin_auth` (security configured: see broker/admin_auth.py) every request but `GET /metrics` — `/admin/*`
-and the console, known path or not — is checked before routing and answered 401/403 when refused; `/metrics` is
-never guarded.
+Every request first passes the `BrowserGuard` (broker/admin_guard.py: the Host header, cross-site state changes,
+and peers beyond loopback when no credentials are configured), then, with an `admin_auth` (security configured: see
+broker/admin_auth.py), every request but `GET /metrics` — `/admin/*` and the console, known path or not — is checked
+before routing and answered 401/403 when refused; `/metrics` never needs credentials. A route registered on
+`routes`/`body_routes`, now or later, gets both checks: no route has its own.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from aiohttp import StreamReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from minikafka.broker.admin_guard import BrowserGuard
+from minikafka.broker.admin_workers import AdminWorkers, serve_with
 
 if TYPE_CHECKING:
     from minikafka.broker.admin_auth import AdminAuthenticator
@@ -43,6 +48,9 @@ KEEPALIVE_TIMEOUT_S = 15.0
 SHUTDOWN_TIMEOUT_S = 2.0
 ADMIN_PATH_PREFIX = "/admin/"
 METRICS_PATH = "/metrics"
+#: on every answer: no page of another site may frame the console (clickjacking) or sniff a type
+SECURITY_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'",
+                    "X-Content-Type-Options": "nosniff"}
 
 
 class RequestBody:
@@ -76,21 +84,29 @@ BodyRoute = Callable[[dict[str, list[str]], RequestBody], Awaitable[tuple[int, s
 
 class AdminHttpServer:
     """Serves /metrics from a Prometheus registry, plus any registered admin and console routes (guarded by
-    `admin_auth`)."""
+    `guard`, then `admin_auth`). `allowed_hosts` is `minikafka.metrics.allowed.hosts`; `before_scrape` runs on the
+    loop before each scrape (the loop-owned collectors' snapshots)."""
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
-                 admin_auth: AdminAuthenticator | None = None) -> None:
+                 admin_auth: AdminAuthenticator | None = None, allowed_hosts: Iterable[str] = (),
+                 before_scrape: Callable[[], None] | None = None) -> None:
         self.host = host
         self.port = port
         self.admin_auth = admin_auth
+        self.guard = BrowserGuard.from_config(host, allowed_hosts, admin_auth is not None)
         self.routes: dict[tuple[str, str], Route] = {("GET", METRICS_PATH): self._metrics}
         self.body_routes: dict[tuple[str, str], BodyRoute] = {}
         self._registry = registry
+        self._before_scrape = before_scrape
+        self.workers = AdminWorkers()
         self._runner: web.ServerRunner | None = None
 
     async def _metrics(self, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        if self._before_scrape is not None:
+            self._before_scrape()
         # Collectors read logs and the cleaner checkpoint: keep that file I/O off the event loop.
-        return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self._registry)
+        scrape = asyncio.get_running_loop().run_in_executor(self.workers.scrape_pool, generate_latest, self._registry)
+        return 200, CONTENT_TYPE_LATEST, await scrape
 
     async def start(self, sockets: Sequence[socket.socket] = ()) -> None:
         """Serve on `host:port`, or on `sockets` bound and listening already (broker/admin_port.py)."""
@@ -106,22 +122,26 @@ class AdminHttpServer:
         self.port = runner.addresses[0][1]
 
     async def stop(self) -> None:
+        """Close the port, cancel the requests still running after SHUTDOWN_TIMEOUT_S, then wait for the admin
+        threads they started (a cancelled request's thread runs on: it is waited for, not abandoned)."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await asyncio.to_thread(self.workers.shutdown)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         extra_headers: Mapping[str, str] = {}
         method, path = request.method, request.path
+        serve_with(self.workers)
         if (isinstance(request.protocol, _HalfClosingRequestHandler) and request.protocol.peer_closed
                 and not request.content.is_eof()):
             request.content.feed_eof()  # EOF came while the request waited to be handled
         try:
-            denial = None
-            if self.admin_auth is not None and path != METRICS_PATH:
-                peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-                denial = await self.admin_auth.check(method, request.headers.get("Authorization"),
-                                                     str(peer[0]) if peer else "")
+            peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+            peer_address = str(peer[0]) if peer else ""
+            denial = self.guard.check(method, path, request.headers, peer_address, METRICS_PATH)
+            if denial is None and self.admin_auth is not None and path != METRICS_PATH:
+                denial = await self.admin_auth.check(method, request.headers.get("Authorization"), peer_address)
             body_route = self.body_routes.get((method, path))
             route = self.routes.get((method, path))
             query = parse_qs(request.query_string)
@@ -139,7 +159,8 @@ class AdminHttpServer:
         except Exception:
             log.exception("admin endpoint failed")
             status, ctype, body = 500, "text/plain", b"internal error\n"
-        response = web.Response(status=status, body=body, headers={"Content-Type": ctype, **extra_headers})
+        response = web.Response(status=status, body=body,
+                                headers={"Content-Type": ctype, **SECURITY_HEADERS, **extra_headers})
         if isinstance(request.protocol, _HalfClosingRequestHandler) and request.protocol.peer_closed:
             response.force_close()  # the client sent all it will: close once the response is out
         return response

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from minikafka.broker.broker_loggers import BrokerLoggers
 from minikafka.broker.client_metrics_configs import ClientMetricsConfigs
@@ -23,6 +23,7 @@ from minikafka.broker.dynamic_config import (
     TOPIC_DEFAULT_CONFIGS,
     DynamicBrokerConfig,
     cleaner_config_of,
+    redacted,
 )
 from minikafka.broker.group_config_admin import GroupConfigAdmin
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
@@ -132,9 +133,11 @@ class AdminManager:
         """The dynamic configs set on the resource ("" = cluster default, else this node's id)."""
         return self.dynamic.layer(self.dynamic.is_per_broker(resource_name))
 
-    async def alter_broker_config(self, resource_name: str, new_layer: Mapping[str, str], validate_only: bool) -> None:
+    async def alter_broker_config(self, resource_name: str, new_layer: Mapping[str, str], validate_only: bool,
+                                  requested: Collection[str] = ()) -> None:
         """Replace the resource's dynamic layer: validate as Kafka's DynamicBrokerConfig.validate (names, types,
-        LogCleaner.validateReconfiguration, the cross-key checks), persist, then reconfigure what changed."""
+        LogCleaner.validateReconfiguration, the cross-key checks), then as its controller (`requested`: the names
+        the request named), persist, then reconfigure what changed."""
         async with self._broker_alter_lock:
             per_broker = self.dynamic.is_per_broker(resource_name)
             props = self.dynamic.merged_for(per_broker, new_layer)
@@ -147,13 +150,15 @@ class AdminManager:
                     # Kafka answers INVALID_REQUEST here, not INVALID_CONFIG (KAFKA-13609 keeps it for compatibility)
                     raise InvalidRequestError(f"Invalid dynamic configuration: {error.message}") from None
             new_config = self.dynamic.config_of(props)
+            self.dynamic.check_listener_registration(new_config)
+            self.dynamic.check_elr_min_insync_replicas(per_broker, new_layer, requested)
             if validate_only:
                 return
             old_config = self.config
             await asyncio.to_thread(self.dynamic.persist, per_broker, new_layer)
             self.dynamic.commit(per_broker, new_layer, new_config)
             log.info("Updated %s with dynamic configs %s", f"broker {resource_name}" if per_broker else
-                     "the cluster default broker config", dict(new_layer))
+                     "the cluster default broker config", redacted(new_layer))
             if self.log_cleaner is not None and cleaner_changed:
                 await asyncio.to_thread(self.log_cleaner.reconfigure, new_config.cleaner)
                 log.info("Reconfigured the log cleaner: %d threads, backoff %d ms, %s I/O bytes/s",

@@ -15,7 +15,6 @@ done, 202 while queued) with the plan's count and range. Event-loop thread only 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from minikafka.broker.admin_http import RequestBody
+from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.cleaner.retained_offset_plan import (
     HEADER_BYTES,
@@ -64,7 +64,7 @@ class CompactionPlanUploads:
         if partition is None:
             return _reply(400, {"error": "exact compaction needs a partition parameter (a plan is for one partition)"})
         try:
-            max_bytes = await asyncio.to_thread(self._max_plan_bytes, topic, partition)
+            max_bytes = await admin_thread(self._max_plan_bytes, topic, partition)
         except UnknownTopicOrPartitionError as error:
             return _reply(404, {"error": error.message or str(error)})
         except InvalidConfigError as error:
@@ -80,19 +80,19 @@ class CompactionPlanUploads:
                                          f"(at most {max_bytes} bytes)"})
         path = self.directory / f"{topic}-{partition}-{uuid.uuid4().hex}.plan"
         try:
-            free_bytes = await asyncio.to_thread(self._prepare, length)
+            free_bytes = await admin_thread(self._prepare, length)
             if free_bytes is not None:
                 return _reply(507, {"error": f"not enough space in the log dir for a plan of {length} bytes "
                                              f"({free_bytes} bytes free)"})
             await self._receive(body, path)
         except ValueError as error:  # the client sent less than it announced
-            await asyncio.to_thread(path.unlink, missing_ok=True)
+            await admin_thread(path.unlink, missing_ok=True)
             return _reply(400, {"error": str(error)})
         except BaseException:
-            await asyncio.to_thread(path.unlink, missing_ok=True)
+            await admin_thread(path.unlink, missing_ok=True)
             raise
         try:
-            request = await asyncio.to_thread(
+            request = await admin_thread(
                 self.log_cleaner.request_exact_compaction, topic, partition, path, delete_plan=True)
         except InvalidRetainedOffsetPlanError as error:
             return _reply(400, {"error": str(error)})
@@ -101,7 +101,7 @@ class CompactionPlanUploads:
         except InvalidConfigError as error:
             return _reply(400, {"error": error.message or str(error)})
         if wait:
-            await asyncio.to_thread(request.wait, timeout_s)
+            await wait_for_event(request.done, timeout_s)
         reply = request.to_json()
         refused = [r for r in reply["results"] if r["status"] == "refused"]
         if refused:
@@ -123,15 +123,15 @@ class CompactionPlanUploads:
 
     async def _receive(self, body: RequestBody, path: Path) -> None:
         """Stream the body to `path`: 64 KiB reads on the loop, 1 MiB writes in a thread."""
-        file: BinaryIO = await asyncio.to_thread(open, path, "wb")
+        file: BinaryIO = await admin_thread(open, path, "wb")
         try:
             pending = bytearray()
             async for chunk in body.chunks():
                 pending += chunk
                 if len(pending) >= _WRITE_BYTES:
-                    await asyncio.to_thread(file.write, bytes(pending))
+                    await admin_thread(file.write, bytes(pending))
                     pending.clear()
             if pending:
-                await asyncio.to_thread(file.write, bytes(pending))
+                await admin_thread(file.write, bytes(pending))
         finally:
-            await asyncio.to_thread(file.close)
+            await admin_thread(file.close)

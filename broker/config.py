@@ -101,6 +101,12 @@ BROKER_CONFIG_DEF = ConfigDef(
             "Address of the Prometheus/admin HTTP endpoint.",
         ),
         ConfigKey(
+            "minikafka.metrics.allowed.hosts", ConfigType.LIST, (), None,
+            "Host names the admin HTTP port answers to besides loopback names, IP addresses and "
+            "minikafka.metrics.host (a proxy's or a container network's name; * for any). Any other Host header "
+            "is refused (DNS rebinding).",
+        ),
+        ConfigKey(
             "minikafka.metrics.port", ConfigType.INT, 9404, between(-1, 65535),
             "Port of the Prometheus/admin HTTP endpoint (0 = any free port, -1 = disabled).",
         ),
@@ -128,6 +134,15 @@ _LOG_SYNONYMS = frozenset(TOPIC_TO_BROKER_SYNONYM.values()) | {
     "log.roll.jitter.hours",
     "message.max.bytes",
 }
+
+
+def declared_broker_key(name: str) -> ConfigKey | None:
+    """`name`'s key in the broker's config tables, a `log.*` synonym (log.retention.hours) as a STRING; None when
+    the broker does not know the name."""
+    for table in _CONFIG_TABLES:
+        if name in table:
+            return table.keys[name]
+    return ConfigKey(name, ConfigType.STRING, None, None, "") if name in _LOG_SYNONYMS else None
 
 
 class KafkaConfig:

@@ -149,8 +149,11 @@ def run(image_file: Path, mounted_file: Path, output: Path, environ: Mapping[str
         return 2
     if mounted:
         log.info("read %s", mounted_file)
+    from minikafka.storage.checkpoint import atomic_write
+
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_properties(props), encoding="utf-8")
+    # 0600 from the first byte: a KAFKA_* variable may carry a JAAS line's passwords
+    atomic_write(output, render_properties(props).encode(), durable=False, mode=0o600)
     command = [sys.executable, "-m", "minikafka.broker", "serve", "--config", str(output)]
     sys.stderr.flush()
     os.execv(sys.executable, command)

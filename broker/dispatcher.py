@@ -182,15 +182,27 @@ CLOSE_ON_FAILURE = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 def _error_response(event: RequestReceived, exc: Exception) -> Any:
     """The answer to a request whose handler raised `exc`, or CloseConnection where Kafka closes."""
-    request = event.request
-    if event.api_key in CLOSE_ON_FAILURE or request is None or \
-            (event.api_key is ApiKey.PRODUCE and request.acks == 0):
-        raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from exc
+    reason = f"{event.api_key.name} handler failed: {exc!r}"
+    if event.api_key in CLOSE_ON_FAILURE:
+        raise CloseConnection(reason) from exc
     try:
-        return error_response(event.api_key, event.api_version, request, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return answer_with_error(event, ErrorCode.UNKNOWN_SERVER_ERROR, reason)
+    except CloseConnection as close:
+        raise close from exc
+
+
+def answer_with_error(event: RequestReceived, code: ErrorCode, reason: str) -> Any:
+    """`event`'s error response with `code` on every partition or resource (`error_responses.py`); CloseConnection
+    with `reason` where there is no response to carry it (an acks=0 Produce, an ApiVersions of a version too new, a
+    request shape the schema walk does not know)."""
+    request = event.request
+    if request is None or (event.api_key is ApiKey.PRODUCE and request.acks == 0):
+        raise CloseConnection(reason)
+    try:
+        return error_response(event.api_key, event.api_version, request, code)
     except Exception as error:  # the request has a shape the schema walk does not know: close as before
         log.exception("No error response for %s v%d", event.api_key.name, event.api_version)
-        raise CloseConnection(f"{event.api_key.name} handler failed: {exc!r}") from error
+        raise CloseConnection(reason) from error
 
 
 def _request_name(api_key: ApiKey) -> str:

@@ -12,11 +12,11 @@ type (and minikafka's own validator where it defines the key). What happens to a
 - every other key (listeners, connection limits, SSL/SASL settings, thread counts, Kerberos, remote storage, ...) is
   persisted and reported with its dynamic source like Kafka, and takes effect only where minikafka reads it at
   start-up (listeners, connection limits, SSL/SASL); keys minikafka has no use for (Kerberos, thread pools, remote
-  storage) are stored and reported only.
+  storage) are stored and reported only. As in KRaft mode, `listeners` may not change what the broker advertises.
 
 Kafka keeps dynamic broker configs in its metadata log; minikafka keeps them in the (first) log dir, in Java
-properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 since
-passwords may be among them, as they are in clear in Kafka's metadata log):
+properties files written atomically (tmp + fsync + rename, `storage.checkpoint.atomic_write`, mode 0600 from the
+first byte since passwords may be among them, as they are in clear in Kafka's metadata log; never logged: `redacted`):
 
 - `dynamic-broker-default-config.properties`: the cluster default (resource name "", `--entity-default`);
 - `dynamic-broker-config.properties`: this node's own (resource name = `node.id`, `--entity-name`).
@@ -34,15 +34,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, load_properties
+from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig, declared_broker_key, load_properties
 from minikafka.broker.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_DYNAMIC_CONFIGS, KAFKA_STATIC_CONFIGS
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.storage.checkpoint import atomic_write
-from minikafka.storage.config_def import ConfigKey, parse_value
+from minikafka.storage.config_def import ConfigKey, ConfigType, parse_value
 from minikafka.storage.log_config import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
@@ -62,6 +62,7 @@ SOURCE_DYNAMIC_BROKER_CONFIG = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 
 MESSAGE_MAX_BYTES = "message.max.bytes"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 #: Kafka's LogCleaner.ReconfigurableConfigs, in its order
 CLEANER_DYNAMIC_CONFIGS = (
     "log.cleaner.threads",
@@ -100,10 +101,35 @@ def config_key(name: str) -> ConfigKey | None:
     return ConfigKey(name, kafka_key.type, kafka_key.default)
 
 
+#: what a sensitive value is logged as (Kafka's ConfigUtils.configMapToRedactedString)
+REDACTED = "(redacted)"
+
+
 def is_sensitive(name: str) -> bool:
-    """Kafka's KafkaConfig.maybeSensitive: PASSWORD keys (their values are never described)."""
-    key = KAFKA_BROKER_KEYS.get(base_name(name))
-    return key is not None and key.sensitive
+    """Kafka's KafkaConfig.maybeSensitive(configType(name)): a PASSWORD key, or a key whose type is unknown (a
+    custom key may hold anything). A per-listener override is typed as its base key, with or without the SASL
+    mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config` is `sasl.jaas.config`), as
+    DynamicBrokerConfig.brokerConfigSynonyms matches it. Sensitive values are never described nor logged."""
+    candidates = [name]
+    match = _LISTENER_PREFIX.fullmatch(name)
+    if match:
+        base = match.group(1)
+        candidates += [base, base.partition(".")[2]]
+    for candidate in candidates:
+        key = KAFKA_BROKER_KEYS.get(candidate)
+        if key is not None:
+            return key.sensitive
+        declared = declared_broker_key(candidate) or config_key(candidate)
+        if declared is not None:
+            return declared.type is ConfigType.PASSWORD
+        if candidate in KAFKA_STATIC_CONFIGS:
+            return False
+    return True
+
+
+def redacted(layer: Mapping[str, str]) -> dict[str, str]:
+    """`layer` fit for a log line: sensitive values replaced by REDACTED."""
+    return {name: REDACTED if is_sensitive(name) else value for name, value in layer.items()}
 
 
 def cleaner_config_of(props: Mapping[str, str]) -> CleanerConfig:
@@ -194,16 +220,48 @@ class DynamicBrokerConfig:
         self.default_layer = self._read(DYNAMIC_DEFAULT_CONFIG_FILE)
         self.broker_layer = self._read(DYNAMIC_BROKER_CONFIG_FILE)
         self.current = static_config
+        files_ignored = False
         if self.default_layer or self.broker_layer:
             try:
                 self.current = KafkaConfig(self.merged_props(self.default_layer, self.broker_layer))
             except InvalidConfigError as error:
-                log.warning("Ignoring the dynamic broker configs %s and %s in %s: %s", self.default_layer,
-                            self.broker_layer, self.log_dir, error.message)
+                log.warning("Ignoring the dynamic broker configs %s and %s in %s: %s", redacted(self.default_layer),
+                            redacted(self.broker_layer), self.log_dir, error.message)
                 self.default_layer, self.broker_layer = {}, {}
+                files_ignored = True
             else:
-                log.info("Applied dynamic broker configs: cluster default %s, node %d %s", self.default_layer,
-                         self.node_id, self.broker_layer)
+                log.info("Applied dynamic broker configs: cluster default %s, node %d %s", redacted(self.default_layer),
+                         self.node_id, redacted(self.broker_layer))
+        self._generate_elr_safety_configs(persist=not files_ignored)
+
+    def _generate_elr_safety_configs(self, persist: bool) -> None:
+        """Kafka 4.3's ConfigurationControlManager.maybeGenerateElrSafetyRecords, which its controller runs when it
+        activates with eligible leader replicas on (the default since 4.1): a cluster default `min.insync.replicas`
+        (the static value) where there is none, and no broker-level one. Persisted like any dynamic config, so
+        DescribeConfigs reports it with source DYNAMIC_DEFAULT_BROKER_CONFIG, on topics too. Not persisted over
+        files ignored as invalid (they stay for the operator to fix)."""
+        if MIN_INSYNC_REPLICAS not in self.default_layer:
+            value = str(TOPIC_CONFIG_DEF.validate_value(
+                MIN_INSYNC_REPLICAS, self.static_config.props.get(MIN_INSYNC_REPLICAS, "1")))
+            self.default_layer[MIN_INSYNC_REPLICAS] = value
+            if persist:
+                self.persist(False, self.default_layer)
+            log.info("Generating cluster-level %s of %s.", MIN_INSYNC_REPLICAS, value)
+        if MIN_INSYNC_REPLICAS in self.broker_layer:
+            del self.broker_layer[MIN_INSYNC_REPLICAS]
+            if persist:
+                self.persist(True, self.broker_layer)
+            log.info("Removing broker-level %s for brokers: %d", MIN_INSYNC_REPLICAS, self.node_id)
+        self.current = KafkaConfig(self.merged_props(self.default_layer, self.broker_layer))
+
+    def check_elr_min_insync_replicas(self, per_broker: bool, new_layer: Mapping[str, str],
+                                      requested: Collection[str]) -> None:
+        """Kafka 4.3's controller with ELR on: `min.insync.replicas` is only a cluster-wide setting. A broker
+        resource naming it (any operation) is refused, and so is a cluster default without it."""
+        if per_broker and MIN_INSYNC_REPLICAS in requested:
+            raise InvalidConfigError("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        if not per_broker and MIN_INSYNC_REPLICAS not in new_layer:
+            raise InvalidConfigError("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
 
     def _read(self, file_name: str) -> dict[str, str]:
         path = self.log_dir / file_name
@@ -273,7 +331,9 @@ class DynamicBrokerConfig:
         except InvalidConfigError as error:
             message = error.message or ""
             if base in TOPIC_DEFAULT_CONFIGS:
-                message = message.replace(f"configuration {TOPIC_DEFAULT_CONFIGS[base]}:", f"configuration {base}:")
+                topic_name = TOPIC_DEFAULT_CONFIGS[base]
+                message = message.replace(f"configuration {topic_name}:", f"configuration {base}:").replace(
+                    f"Configuration '{topic_name}'", f"Configuration '{base}'")
             raise InvalidRequestError(message) from None
 
     def merged_for(self, per_broker: bool, new_layer: Mapping[str, str]) -> dict[str, str]:
@@ -302,6 +362,14 @@ class DynamicBrokerConfig:
                     "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update "
                     f"validation failed for {name}={new}, {rule} for configuration Invalid dynamic configuration")
 
+    def check_listener_registration(self, new_config: KafkaConfig) -> None:
+        """Kafka's DynamicListenerConfig.validateReconfiguration in KRaft mode: the advertised listeners a broker
+        registered cannot change at runtime."""
+        if new_config.advertised_listeners != self.current.advertised_listeners:
+            raise InvalidRequestError(
+                "Invalid value org.apache.kafka.common.config.ConfigException: Advertised listeners cannot be altered "
+                "when using a Raft-based metadata quorum. for configuration Invalid dynamic configuration")
+
     @staticmethod
     def config_of(props: Mapping[str, str]) -> KafkaConfig:
         """The whole broker config from merged props; InvalidRequestError if a cross-key check fails."""
@@ -317,8 +385,7 @@ class DynamicBrokerConfig:
         lines = [f"{name}={_escape(value)}\n" for name, value in sorted(new_layer.items())]
         self.log_dir.mkdir(parents=True, exist_ok=True)
         path = self.log_dir / file_name
-        atomic_write(path, (_HEADER.format(what=what) + "".join(lines)).encode())
-        path.chmod(0o600)
+        atomic_write(path, (_HEADER.format(what=what) + "".join(lines)).encode(), mode=0o600)
 
     def commit(self, per_broker: bool, new_layer: Mapping[str, str], new_config: KafkaConfig) -> None:
         """Make a persisted layer and the config merged with it current."""

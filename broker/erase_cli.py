@@ -16,9 +16,13 @@ import json
 import sys
 import time
 import urllib.parse
-from typing import Any
 
-from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
+from minikafka.broker.admin_client import (
+    add_admin_credential_options,
+    admin_json_request,
+    credentials_from_args,
+    with_credentials,
+)
 
 #: after a wait the broker named, this much more: the cleaner's next look and the deletion task are periodic
 _RETRY_SLACK_S = 1.0
@@ -61,22 +65,6 @@ def _produce_tombstone(args: argparse.Namespace, key: bytes) -> tuple[int, int]:
     return metadata.partition, metadata.offset
 
 
-def _post(url: str, headers: dict[str, str], timeout_s: float) -> tuple[int, dict[str, Any]]:
-    import urllib.error  # here: `minikafka serve` imports this module for its parser only
-    import urllib.request
-
-    request = urllib.request.Request(url, data=b"", method="POST", headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            status, body = response.status, response.read()
-    except urllib.error.HTTPError as error:
-        status, body = error.code, error.read()
-    try:
-        return status, json.loads(body)
-    except ValueError:
-        return status, {"error": body.decode(errors="replace").strip()}
-
-
 def erase(args: argparse.Namespace) -> int:
     try:
         credentials = credentials_from_args(args)
@@ -100,7 +88,7 @@ def erase(args: argparse.Namespace) -> int:
         query["timeout_ms"] = str(int(remaining_s * 1000))
         url = f"{args.admin_url.rstrip('/')}/admin/erase?{urllib.parse.urlencode(query)}"
         try:
-            status, receipt = _post(url, headers, remaining_s + 30)
+            status, receipt = admin_json_request(url, headers, remaining_s + 30)
         except OSError as error:
             return _fail(f"cannot reach {args.admin_url}: {error}")
         if status != 200:

@@ -13,16 +13,17 @@ The receipt is `verified` only when no such record is left on disk. Otherwise `r
 its newest record is that old), `file.delete.delay.ms` (the old values sit in segments renamed `.deleted`, unlinked
 after that delay), or a round that did not clean. The tombstone itself is removed by a round after
 `delete.retention.ms` has passed since the round that cleaned past it (`tombstone_removable_after`).
-The key is never echoed: the receipt names it by SHA-256. Event-loop thread only (file and log work in threads).
+The key is never echoed: the receipt names it by SHA-256. Event-loop thread only (the tombstone is appended on the
+loop, as a Produce is; file and cleaner work in threads).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 from typing import Any
 
+from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.broker.key_records import default_partition, key_sha256, parse_key, scan_partition_dir
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.cleaner.log_cleaner import LogCleaner
@@ -84,7 +85,7 @@ class Erasure:
         if partition is None:
             partition = default_partition(key, meta.num_partitions)
         try:
-            await asyncio.to_thread(self.log_cleaner.compaction_target, topic, partition)
+            await admin_thread(self.log_cleaner.compaction_target, topic, partition)
         except UnknownTopicOrPartitionError as error:
             return _reply(404, {"error": error.message or str(error)})
         except InvalidConfigError as error:
@@ -93,16 +94,16 @@ class Erasure:
         if log is None:
             return _reply(404, {"error": f"Partition {topic}-{partition} does not exist"})
         if tombstone_offset is None:
-            try:
-                tombstone_offset = await asyncio.to_thread(self._append_tombstone, topic, partition, key)
+            try:  # on the loop, as a Produce appends: the append wakes the fetches waiting in the purgatory
+                tombstone_offset = self._append_tombstone(topic, partition, key)
             except KafkaError as error:
                 return _reply(500, {"error": f"the tombstone could not be written: {error.message or error}"})
         elif not 0 <= tombstone_offset < log.log_end_offset:
             return _reply(400, {"error": f"tombstone_offset {tombstone_offset} is not in {topic}-{partition}"})
-        request = await asyncio.to_thread(self.log_cleaner.request_compaction, topic, partition)
-        await asyncio.to_thread(request.wait, timeout_s)
+        request = await admin_thread(self.log_cleaner.request_compaction, topic, partition)
+        await wait_for_event(request.done, timeout_s)
         compaction = request.to_json()
-        scan, _ = await asyncio.to_thread(scan_partition_dir, log.dir, key)
+        scan, _ = await admin_thread(scan_partition_dir, log.dir, key)
         now_ms = self.clock.time_ms()
         older = scan.older_than(tombstone_offset)
         config = log.config

@@ -4,7 +4,8 @@ Built from the response's own schema (kafka-python's classes are generated from 
 function serves every API:
 - a level of the response with an `error_code` gets the error, and its nested arrays stay empty (Metadata's
   topics without partitions, JoinGroup without members, OffsetFetch v8's groups without topics);
-- a level without one mirrors the request's entities beneath it and carries the error on each: every partition of
+- a level without one mirrors the request's entities beneath it (its one untagged array mirrors the request
+  level's array of the same name, or else its first non-empty one) and carries the error on each: every partition of
   a Produce, ListOffsets or DeleteRecords, every resource of DescribeConfigs, every topic of CreateTopics, every
   creation of CreateAcls. Entity keys (topic name or id, partition index, resource type and name, group id, ...)
   are copied from the request; offsets and timestamps are -1; every other field keeps its schema default.
@@ -64,11 +65,13 @@ def _level(fields: dict[str, Any], source: Any, version: int, code: ErrorCode, m
         values["error_code"] = int(code)
     mirror = mirror_anyway or "error_code" not in present
     arrays = [name for name, field in present.items() if field.is_struct_array()]
+    # a tagged array (Produce's and Fetch's node_endpoints, KIP-951) answers nothing of the request
+    untagged = [name for name in arrays if not present[name].tagged_field_q(version)]
     for name in arrays:
         if mirror:
             field = present[name]
             values[name] = [field.data_class(**_element(field.fields, element, version, code))
-                            for element in _matching_array(source, name, len(arrays) == 1)]
+                            for element in _matching_array(source, name, untagged == [name])]
     for name in present:
         if name in values or name in arrays or name not in _KEY_SOURCES:
             continue

@@ -2,17 +2,20 @@
 receipt (broker/erasure.py) and the console's key lookup (broker/console/).
 
 `scan_partition_dir` reads every segment file in the directory — `.log`, and the cleaner's and deletion's leftovers
-`.log.cleaned`, `.log.swap`, `.log.deleted` — batch by batch (compressed batches decompressed), so a record the
-log no longer serves but a file still holds counts. It opens files read-only and skips one that disappears under it
-(a deleted segment removed by its delayed deletion). `default_partition` is the partition Kafka's default
-partitioner picks for a key (murmur2, as the Java client and librdkafka's `murmur2_random` do).
+`.log.cleaned`, `.log.swap`, `.log.deleted` — one batch at a time (compressed batches decompressed; memory bounded
+by the largest batch, not the segment), so a record the log no longer serves but a file still holds counts. It
+opens files read-only and skips one that disappears under it (a deleted segment removed by its delayed deletion).
+`default_partition` is the partition Kafka's default partitioner picks for a key (murmur2, as the Java client and
+librdkafka's `murmur2_random` do).
 Pure functions over files; safe from any thread (they race only with file deletion, which they tolerate).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,20 +86,20 @@ def segment_files(directory: Path) -> list[Path]:
     return names
 
 
-def _batches(path: Path) -> list[RecordBatch]:
-    """Every whole batch of a segment file (a torn tail is ignored: nothing in it was ever served)."""
-    batches = []
+def _batches(path: Path) -> Iterator[RecordBatch]:
+    """Every whole batch of a segment file, one at a time (memory: one batch, whatever the segment's size; a torn
+    tail is ignored: nothing in it was ever served). FileNotFoundError when the file is gone before it is opened."""
     with open(path, "rb") as file:
         while len(header := file.read(LOG_OVERHEAD)) == LOG_OVERHEAD:
             _, length = _LENGTH.unpack(header)
             rest = file.read(length)
             if len(rest) < length:
-                break
+                return
             try:
-                batches.append(RecordBatch(header + rest))
+                batch = RecordBatch(header + rest)
             except CorruptMessageError:
-                break
-    return batches
+                return
+            yield batch
 
 
 def scan_partition_dir(directory: Path, key: bytes, *, with_values_at: int | None = None
@@ -106,13 +109,15 @@ def scan_partition_dir(directory: Path, key: bytes, *, with_values_at: int | Non
     scan = KeyScan()
     value: bytes | None = None
     for path in segment_files(directory):
+        batches = _batches(path)
         try:
-            scan.bytes_scanned += path.stat().st_size
-            batches = _batches(path)
+            size_bytes = path.stat().st_size
+            first = next(batches, None)  # opens the file
         except FileNotFoundError:
             continue
+        scan.bytes_scanned += size_bytes
         scan.files.append(path.name)
-        for batch in batches:
+        for batch in itertools.chain([first] if first is not None else [], batches):
             if batch.is_control:
                 continue
             for record in batch.records():

@@ -17,7 +17,10 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
   and `..._incrementalfetchsessionevictions_total` (IncrementalFetchSessionEvictionsPerSec), plus
   `minikafka_fetch_context_requests_total{context}`: Fetch requests by how they were served (sessionless, full,
   incremental, session_error).
-Counters are updated from the event-loop thread; scrapes run in the HTTP task on the same loop.
+Counters are updated from the event-loop thread. A scrape renders the registry in a worker thread (the log and
+cleaner collectors read files); collectors of loop-owned state (fetch sessions, share groups) are wrapped in a
+`LoopSnapshotCollector`, whose families are built on the loop by `publish_loop_snapshots` just before, and only read
+in the thread.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.metrics import Counter, Histogram
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from minikafka.broker.fetch_manager import FetchManager
+from minikafka.broker.loop_owner import assert_on_loop
 from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.log_manager import LogManager
@@ -156,7 +160,8 @@ class LogCleanerCollector(Collector):
 
 
 class FetchSessionCollector(Collector):
-    """Reads the fetch session cache and the fetch-context counts at scrape time (same event loop)."""
+    """Reads the fetch session cache and the fetch-context counts at scrape time: loop-owned, so registered through
+    `BrokerMetrics.register_loop_owned`."""
 
     CONTEXTS = ("sessionless", "full", "incremental", "session_error")
 
@@ -178,6 +183,25 @@ class FetchSessionCollector(Collector):
         for kind in self.CONTEXTS:
             contexts.add_metric([kind], self._manager.contexts[kind])
         yield contexts
+
+
+class LoopSnapshotCollector(Collector):
+    """Serves the families a loop-owned collector built at the last `publish()` (event loop only); `collect` may run
+    in any thread, since it only hands out that immutable list."""
+
+    def __init__(self, source: Collector) -> None:
+        self._source = source
+        self._families: list[Metric] = []
+
+    def publish(self) -> None:
+        assert_on_loop(type(self._source).__name__)
+        self._families = list(self._source.collect())
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # names are not known before the first publish; register must not collect on its own
 
 
 class BrokerMetrics:
@@ -209,6 +233,7 @@ class BrokerMetrics:
         self.registry.register(PartitionCollector(logs))
         #: request name -> its labeled (counter, histogram) children: `labels()` costs more than the update itself
         self._request_children: dict[str, tuple[Counter, Histogram]] = {}
+        self._loop_snapshots: list[LoopSnapshotCollector] = []
 
     def register_log_manager(self, log_manager: LogManager) -> None:
         self.registry.register(LogManagerCollector(log_manager))
@@ -217,7 +242,18 @@ class BrokerMetrics:
         self.registry.register(LogCleanerCollector(cleaner, log_dir))
 
     def register_fetch_sessions(self, manager: FetchManager) -> None:
-        self.registry.register(FetchSessionCollector(manager))
+        self.register_loop_owned(FetchSessionCollector(manager))
+
+    def register_loop_owned(self, collector: Collector) -> None:
+        """Register a collector of loop-owned state: it runs on the loop, in `publish_loop_snapshots`."""
+        snapshot = LoopSnapshotCollector(collector)
+        self._loop_snapshots.append(snapshot)
+        self.registry.register(snapshot)
+
+    def publish_loop_snapshots(self) -> None:
+        """Build the loop-owned collectors' families (event loop only; the admin port calls it before a scrape)."""
+        for snapshot in self._loop_snapshots:
+            snapshot.publish()
 
     def observe_request(self, request_name: str, seconds: float) -> None:
         children = self._request_children.get(request_name)

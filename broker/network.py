@@ -30,11 +30,17 @@ large ones wait for the pool.
 Client quotas (KIP-219): a request that pushes its client over a quota is answered at once with throttle_time_ms,
 and the dispatcher calls `throttle_connection`, which mutes that connection: nothing more is read from it until
 the throttle time has passed.
+
+Faults (broker/faults, DESIGN.md "The fault layer"): every request passes `SocketServer.faults`, a
+`RequestInterceptor`; while its `active` is false (no fault set: always, outside tests) that one attribute check is
+all it costs. An active one takes the request instead of the dispatcher: it may answer an error, close the
+connection, hold the request, or hand the response to `respond_later`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import enum
@@ -124,17 +130,39 @@ class SaslMechanismsLike(Protocol):
     def connections_max_reauth_ms(self, listener_name: str) -> int: ...
 
 
+class RequestInterceptor(Protocol):
+    """What `SocketServer.faults` is (the fault layer's `BrokerFaults`): consulted for every request while `active`."""
+
+    active: bool
+
+    def intercept(self, event: RequestReceived, session: Session,
+                  dispatch: RequestDispatcher) -> Awaitable[ResponseFrame | None]: ...
+
+
+class _NoFaults:
+    """The interceptor of a broker without a fault layer: never active."""
+
+    active = False
+
+    async def intercept(self, event: RequestReceived, session: Session,
+                        dispatch: RequestDispatcher) -> ResponseFrame | None:
+        return await dispatch(event, session)
+
+
 class _Client:
-    """One live connection's task, peer address and last I/O time."""
+    """One live connection's task, its protocol, peer address and last I/O time."""
 
-    __slots__ = ("busy", "ip", "last_io_s", "muted_until_s", "task")
+    __slots__ = ("busy", "conn", "held_responses", "ip", "last_io_s", "muted_until_s", "task")
 
-    def __init__(self, ip: str, task: asyncio.Task[None]) -> None:
+    def __init__(self, ip: str, task: asyncio.Task[None], conn: ClientConnection) -> None:
         self.ip = ip
         self.task = task
+        self.conn = conn
         self.last_io_s = time.monotonic()
         self.busy = False  # a request is being handled (a long-polling Fetch, a JoinGroup): never idle
         self.muted_until_s = 0.0  # KIP-219: throttled by a client quota, nothing is read before this time
+        #: (due time, frame, callback) of the responses `respond_later` holds, in request order
+        self.held_responses: collections.deque[tuple[float, ResponseFrame, Callable[[], None]]] = collections.deque()
 
 
 #: The connection whose request is being handled (each connection's task sets it): `throttle_connection` mutes it.
@@ -147,6 +175,40 @@ def throttle_connection(throttle_ms: int) -> None:
     client = _CURRENT_CLIENT.get()
     if client is not None and throttle_ms > 0:
         client.muted_until_s = max(client.muted_until_s, time.monotonic() + throttle_ms / 1000.0)
+
+
+def respond_later(frame: ResponseFrame, delay_s: float, on_written: Callable[[], None]) -> None:
+    """Write `frame` on the connection of the request being handled `delay_s` from now (a fault's round-trip time),
+    never before a response held earlier on that connection, so responses keep their request order; then call
+    `on_written` (also when the connection closed meanwhile and the frame is dropped). The connection goes on
+    reading and serving meanwhile, as it would behind a slow network. Outside a connection the frame is dropped."""
+    client = _CURRENT_CLIENT.get()
+    if client is None:
+        on_written()
+        return
+    held = client.held_responses
+    due_s = time.monotonic() + delay_s
+    if held:
+        due_s = max(due_s, held[-1][0])
+    held.append((due_s, frame, on_written))
+    if len(held) == 1:
+        _write_held_when_due(client)
+
+
+def _write_held_when_due(client: _Client) -> None:
+    """Write the held responses that are due, in order; wait for the next one. A queue rather than a timer per
+    response: timers due at the same millisecond need not fire in the order they were set."""
+    held = client.held_responses
+    now_s = time.monotonic()
+    while held and held[0][0] <= now_s:
+        _due_s, frame, on_written = held.popleft()
+        try:
+            if not client.conn.is_lost:
+                client.conn.write_frame(frame)
+        finally:
+            on_written()
+    if held:
+        asyncio.get_running_loop().call_later(held[0][0] - now_s, _write_held_when_due, client)
 
 
 class SocketServer:
@@ -189,6 +251,8 @@ class SocketServer:
         self._connection_ids = itertools.count()
         #: called with a connection's Session once it closed (share sessions end with their connection)
         self.disconnect_listeners: list[Callable[[Session], None]] = []
+        #: the fault layer's hook for this broker (broker/faults); inactive unless a test sets a fault
+        self.faults: RequestInterceptor = _NoFaults()
 
     async def bind(self) -> None:
         """Open every listener's socket (not accepting yet); a port 0 gets a free port (see `bound_ports`)."""
@@ -241,7 +305,7 @@ class SocketServer:
             log.info("closing connection from %s: %s", peer, refused)
             conn.close()
             return
-        client = self._clients[task] = _Client(ip, task)
+        client = self._clients[task] = _Client(ip, task, conn)
         _CURRENT_CLIENT.set(client)  # this task's context only
         session: Session | None = None
         try:
@@ -338,6 +402,8 @@ class SocketServer:
 
     async def _dispatch_request(self, event: RequestReceived, session: Session) -> ResponseFrame | None:
         assert self._dispatch is not None
+        if self.faults.active:  # the fault layer's whole cost when no fault is set
+            return await self.faults.intercept(event, session, self._dispatch)
         return await self._dispatch(event, session)
 
     async def _sasl_request(self, event: RequestReceived, authenticator: SaslAuthenticatorLike,

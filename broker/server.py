@@ -3,7 +3,8 @@ the periodic log tasks, and shuts down gracefully.
 
 Startup: load (and recover) every partition log, then listen. Shutdown (SIGTERM/SIGINT): stop accepting,
 let in-flight requests finish, then flush every log, snapshot producer state and write the checkpoints and
-the clean-shutdown marker. Periodic tasks that touch the disk run in worker threads. Event-loop thread only.
+the clean-shutdown marker. Periodic tasks that touch the disk run in worker threads, which shutdown waits for before
+it closes the logs (as it waits for the admin port's threads). Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from typing import TYPE_CHECKING
 
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.admin_port import bind_admin_port
+from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
+from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
@@ -88,15 +91,19 @@ class KafkaServer:
         self.compaction_plans: CompactionPlanUploads | None = None
         self._admin_http_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._running_actions: set[asyncio.Future[None]] = set()  # periodic actions in progress (threads included)
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        #: wire-level faults a test sets over the admin port (broker/faults); runtime only
+        self.faults = FaultState([config.node_id])
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
         # Listening sockets first (not serving yet): a listener on port 0 advertises the port it got.
         self.socket_server = SocketServer(self._listeners(), self.config.network_limits,
                                           sasl_mechanisms=self._sasl_mechanisms())
+        self.socket_server.faults = self.faults.brokers[self.config.node_id]
         await self.socket_server.bind()
         self.config = self.config.with_bound_ports(self.socket_server.bound_ports)
         await asyncio.to_thread(self.log_manager.startup)
@@ -111,7 +118,7 @@ class KafkaServer:
             self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
             admin, self.clock)
         self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
-        self.metrics.registry.register(ShareGroupCollector(self.share_coordinator))
+        self.metrics.register_loop_owned(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
         async def allocate_producer_id() -> int:
@@ -195,18 +202,23 @@ class KafkaServer:
             from minikafka.broker.compaction_plans import CompactionPlanUploads
             from minikafka.broker.console import Console
             from minikafka.broker.erasure import Erasure
+            from minikafka.broker.faults.fault_routes import FaultRoutes
 
             self.compaction_plans = CompactionPlanUploads(self.config.log_dir, self.log_cleaner)
             await asyncio.to_thread(self.compaction_plans.clear)
             # Once security is configured, /admin/* needs a super user's or a CLUSTER-ACL holder's credentials.
-            admin_http = AdminHttpServer(host, sockets[0].getsockname()[1], self.metrics.registry,
-                                         AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer))
+            admin_http = AdminHttpServer(
+                host, sockets[0].getsockname()[1], self.metrics.registry,
+                AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
+                tuple(self.config["minikafka.metrics.allowed.hosts"]), self.metrics.publish_loop_snapshots,
+            )
             admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
             admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
+            FaultRoutes(self.faults).register(admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator).register(admin_http)
+                    self.share_coordinator, self.faults).register(admin_http)
             await admin_http.start(sockets)
             self.admin_http = admin_http
         except asyncio.CancelledError:  # shut down before it served
@@ -292,8 +304,15 @@ class KafkaServer:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(interval_ms / 1000)
+                # Shielded: cancelling the loop at shutdown must not abandon a flush or roll running in a thread;
+                # shutdown waits for it (`_running_actions`) before it closes the logs.
+                run = asyncio.ensure_future(action())
+                self._running_actions.add(run)
+                run.add_done_callback(self._running_actions.discard)
                 try:
-                    await action()
+                    await asyncio.shield(run)
+                except asyncio.CancelledError:
+                    raise
                 except Exception:
                     log.exception("periodic task %s failed; it will run again", name)
 
@@ -336,13 +355,13 @@ class KafkaServer:
             assert self.compaction_plans is not None  # the route exists once _serve_admin_http made them
             return await self.compaction_plans.compact_exact(topic, partition, body, wait=wait, timeout_s=timeout_s)
         try:
-            request = await asyncio.to_thread(self.log_cleaner.request_compaction, topic, partition)
+            request = await admin_thread(self.log_cleaner.request_compaction, topic, partition)
         except UnknownTopicOrPartitionError as error:
             return reply(404, {"error": error.message or str(error)})
         except InvalidConfigError as error:
             return reply(400, {"error": error.message or str(error)})
         if wait:
-            await asyncio.to_thread(request.wait, timeout_s)
+            await wait_for_event(request.done, timeout_s)
         return reply(200 if request.done.is_set() else 202, request.to_json())
 
     async def _admin_cleaner_state(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
@@ -353,7 +372,7 @@ class KafkaServer:
         if not topic:
             return 400, "application/json", b'{"error": "missing topic parameter"}\n'
         try:
-            state = await asyncio.to_thread(
+            state = await admin_thread(
                 functools.partial(
                     cleaner_state, self.log_manager, self.log_cleaner, topic, self.clock.time_ms(),
                     roll_check_interval_ms=int(self.config["minikafka.log.roll.check.interval.ms"])))
@@ -379,6 +398,7 @@ class KafkaServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._running_actions, return_exceptions=True)  # their threads, before logs close
         if self.txn_coordinator is not None:
             self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
@@ -415,4 +435,5 @@ def _import_admin_http_modules() -> None:
     import minikafka.broker.cleaner_state
     import minikafka.broker.compaction_plans
     import minikafka.broker.console
-    import minikafka.broker.erasure  # noqa: F401
+    import minikafka.broker.erasure
+    import minikafka.broker.faults.fault_routes  # noqa: F401

@@ -44,12 +44,16 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically (tmp + rename). `durable` adds the fsyncs that make it survive
-    a power loss; without them it still survives a process crash (the page cache is the kernel's)."""
+    a power loss; without them it still survives a process crash (the page cache is the kernel's). With `mode`
+    (0o600 for a file holding secrets) the file has that mode from before its first byte, whatever the umask."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if mode is None else mode)
+        with open(fd, "wb") as f:
+            if mode is not None:
+                os.fchmod(fd, mode)  # a leftover .tmp keeps its old mode through O_CREAT
             f.write(data)
             if durable:
                 f.flush()

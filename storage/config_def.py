@@ -40,7 +40,16 @@ class ConfigType(enum.Enum):
 
 
 class ConfigValueError(ValueError):
-    """Raised by a validator; the text is the rule ("Value must be at least 14")."""
+    """Raised by a validator; the text is the rule ("Value must be at least 14"). `bad_value` is the value to report
+    when it is not the whole value (the one bad item of a list)."""
+
+    def __init__(self, rule: str, bad_value: str | None = None) -> None:
+        super().__init__(rule)
+        self.bad_value = bad_value
+
+
+class ConfigListError(ValueError):
+    """Raised by `ValidList` for a message of its own form; `{name}` in the text is the config's name."""
 
 
 Validator = Callable[[Any], None]
@@ -72,15 +81,33 @@ def in_set(*allowed: str) -> Validator:
     return check
 
 
+class ValidList:
+    """Kafka 4.3's ConfigDef.ValidList: every item of a LIST value non-empty and one of `allowed`; an empty list
+    only where `empty_allowed`. Kafka removes duplicate items before validating (`distinct_items`)."""
+
+    def __init__(self, allowed: Sequence[str], *, empty_allowed: bool = True) -> None:
+        self.allowed = tuple(allowed)
+        self.empty_allowed = empty_allowed
+
+    def __call__(self, value: Any) -> None:
+        items = value or ()
+        if not items and not self.empty_allowed:
+            raise ConfigListError(f"Configuration '{{name}}' must not be empty. Valid values include: "
+                                  f"{', '.join(self.allowed) or 'any non-empty value'}")
+        for item in items:
+            if item == "":
+                raise ConfigListError("Configuration '{name}' values must not be empty.")
+            if self.allowed and item not in self.allowed:
+                raise ConfigValueError(f"String must be one of: {', '.join(self.allowed)}", bad_value=item)
+
+    @staticmethod
+    def distinct_items(value: Any) -> Any:
+        return value if value is None else tuple(dict.fromkeys(value))
+
+
 def list_of(*allowed: str) -> Validator:
-    """Every element of a LIST value must be one of `allowed` (Kafka's ValidList)."""
-
-    def check(value: Any) -> None:
-        for element in value or ():
-            if element not in allowed:
-                raise ConfigValueError(f"String must be one of: {', '.join(allowed)}")
-
-    return check
+    """Every element of a LIST value must be one of `allowed` (Kafka's ValidList, empty list allowed)."""
+    return ValidList(allowed)
 
 
 _NO_DEFAULT = object()
@@ -169,6 +196,8 @@ class ConfigDef:
         if key is None:
             raise InvalidConfigError(f"Unknown configuration {name}")
         value = parse_value(key, raw)
+        if isinstance(key.validator, ValidList):
+            value = ValidList.distinct_items(value)
         self._check(key, value, raw)
         return value
 
@@ -178,8 +207,11 @@ class ConfigDef:
         if key.validator is not None:
             try:
                 key.validator(value)
+            except ConfigListError as exc:
+                raise InvalidConfigError(str(exc).replace("{name}", reported_name or key.name)) from None
             except ConfigValueError as exc:
-                raise _invalid(reported_name or key.name, raw, str(exc)) from None
+                bad_value = raw if exc.bad_value is None else exc.bad_value
+                raise _invalid(reported_name or key.name, bad_value, str(exc)) from None
 
     def parse(self, props: Mapping[str, str], *, allow_unknown: bool = True) -> dict[str, Any]:
         """All keys of the table, from `props` or the default; unknown keys ignored unless disallowed."""

@@ -302,15 +302,19 @@ class LogConfig:
         entries: list[ConfigEntry] = []
         for name, key in TOPIC_CONFIG_DEF.keys.items():
             synonyms: list[tuple[str, str | None, int]] = []
-            if name in overrides:
-                synonyms.append((name, overrides[name], SOURCE_DYNAMIC_TOPIC_CONFIG))
+            override = overrides.get(name)
+            if override is not None and key.type is T.LIST:
+                # as Kafka parses it: items trimmed, a ValidList's duplicates dropped
+                override = format_value(key, TOPIC_CONFIG_DEF.validate_value(name, override))
+            if override is not None:
+                synonyms.append((name, override, SOURCE_DYNAMIC_TOPIC_CONFIG))
             for broker_name, _factor in BROKER_SYNONYMS.get(name, ()):
                 if broker_name in broker_props:
                     synonyms.append((broker_name, broker_props[broker_name], SOURCE_STATIC_BROKER_CONFIG))
-            default_name = TOPIC_TO_BROKER_SYNONYM.get(name, name)
-            synonyms.append((default_name, format_value(key, key.default), SOURCE_DEFAULT_CONFIG))
-            if name in overrides:
-                value: str | None = overrides[name].strip()
+            if name in TOPIC_TO_BROKER_SYNONYM:  # Kafka lists a default only under a broker synonym
+                synonyms.append((TOPIC_TO_BROKER_SYNONYM[name], format_value(key, key.default), SOURCE_DEFAULT_CONFIG))
+            if override is not None:
+                value: str | None = override.strip()
                 source = SOURCE_DYNAMIC_TOPIC_CONFIG
             else:
                 from_broker = _broker_value(key, broker_props)

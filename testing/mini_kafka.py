@@ -7,6 +7,7 @@
         ...
         kafka.restart()          # same port, same data: a consumer's restart test
         kafka.kill()             # SIGKILL, as `kill -9` does; start() recovers the torn tail
+        kafka.faults.push_request_errors("Produce", "NOT_LEADER_OR_FOLLOWER")   # docs/testing-failures.md
 
     with MiniKafka({"ssl.keystore.type": "PEM", "ssl.keystore.location": "server.pem"},
                    listeners={"SSL": "SSL"}) as kafka:
@@ -36,6 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from minikafka.broker.faults.fault_client import Faults
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
 
 __all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "broker_environment", "config_text",
@@ -189,6 +191,13 @@ class MiniKafka:
     @property
     def admin_url(self) -> str:
         return f"http://{LOOPBACK}:{self.metrics_port}"
+
+    @property
+    def faults(self) -> Faults:
+        """Wire-level faults of the running broker, set over its admin port (docs/testing-failures.md):
+        `push_request_errors`, `set_rtt`, `disconnect_on`, `blackhole`, `clear_faults`. A refused fault raises
+        `FaultError`. A broker with security configured needs `Faults(kafka.admin_url, AdminCredentials(...))`."""
+        return Faults(self.admin_url)
 
     @property
     def pid(self) -> int | None:

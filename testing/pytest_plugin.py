@@ -26,6 +26,7 @@ from typing import Any, NoReturn, Protocol
 
 import pytest
 
+from minikafka.broker.faults.fault_client import Faults
 from minikafka.testing.mini_kafka import ConfigValue, MiniKafka, config_text
 
 BOOTSTRAP_OPTION = "minikafka_bootstrap"
@@ -60,6 +61,10 @@ class ExternalBroker:
 
     def restart(self) -> None:
         self._embedded_only("restart()")
+
+    @property
+    def faults(self) -> Faults:
+        self._embedded_only("faults")
 
 
 TopicFactory = Callable[..., str]

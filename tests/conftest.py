@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# Loop-owned state touched from a thread fails loudly in every test, in-process and in broker subprocesses (which
+# inherit the environment): broker/loop_owner.py. Set before any broker module is imported.
+os.environ.setdefault("MINIKAFKA_CHECK_LOOP_THREAD", "1")
+
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -6,8 +6,9 @@ segment's tooltip). Values are rendered only for the one record a user asked to 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from html import escape
+from typing import Any
 from urllib.parse import urlencode
 
 from minikafka.broker.console.state import GroupLag, KeyLookup, PartitionView, SegmentView, ShareGroupView, TopicView
@@ -76,7 +77,8 @@ def page(title: str, body: str, *, script: bool = False) -> bytes:
 
 
 def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: list[ShareGroupView],
-               now_ms: int) -> bytes:
+               now_ms: int, faults: Mapping[str, Any] | None = None) -> bytes:
+    """`faults`: the faults in force (`FaultState.describe()`); a table above the topics while any is set."""
     rows = []
     for topic in topics:
         status = escape(topic.status) if topic.compacted else '<span class="muted">&#8211;</span>'
@@ -101,10 +103,37 @@ def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: li
         "<table id=groups><thead><tr><th>group</th><th>type</th><th>state</th><th>lag</th><th>per partition</th>"
         "</tr></thead><tbody>"
         + ("".join(group_rows) or "<tr><td colspan=5 class=muted>no consumer groups</td></tr>") + "</tbody></table>")
-    body = (f"<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
+    body = (f"{_faults_table(faults)}<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
             f"<h1>Share groups</h1>{_share_group_table(share_groups)}"
             f'<p class="muted small">as of {_time(now_ms)}</p>')
     return page("topics", body)
+
+
+def _faults_table(faults: Mapping[str, Any] | None) -> str:
+    """The wire-level faults in force (broker/faults), one row each; nothing at all while none is set."""
+    if not faults:
+        return ""
+
+    def requests(fault: Mapping[str, Any]) -> str:
+        return (f"{fault['api']} requests" + (f" to broker {fault['broker']}" if fault["broker"] is not None else "")
+                + (f" from client ids containing {fault['client_id']!r}" if fault["client_id"] else ""))
+
+    rows = [("push_request_errors", requests(pushed), "answered " + ", ".join(pushed["errors"]))
+            for pushed in faults["push_request_errors"]]
+    rows += [("set_rtt", f"responses of broker {broker}", f"held back {rtt_ms} ms")
+             for broker, rtt_ms in faults["rtt_ms"].items()]
+    rows += [("disconnect_on", requests(disconnect), f"served, then the connection closes ({disconnect['count']} more)")
+             for disconnect in faults["disconnect_on"]]
+    rows += [("blackhole", f"requests from client ids containing {client_id!r}", "no response, not served")
+             for client_id in faults["blackhole"]]
+    if not rows:
+        return ""
+    return ("<h1>Faults in force</h1><table id=faults><thead><tr><th>fault</th><th>applies to</th><th>effect</th>"
+            "</tr></thead><tbody>"
+            + "".join(f'<tr class=warn><td>{escape(name)}</td><td>{escape(target)}</td><td>{escape(effect)}</td></tr>'
+                      for name, target, effect in rows)
+            + "</tbody></table><p class='muted small'>minikafka faults clear-faults (or faults.clear_faults()) ends "
+              "them.</p>")
 
 
 def _share_group_table(share_groups: list[ShareGroupView]) -> str:

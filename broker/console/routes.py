@@ -1,25 +1,37 @@
-"""`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups),
+"""`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups; the
+wire-level faults in force above them while any is set),
 `/topic?name=T` (partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes
 every second), `/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value
 only for `show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build
 step.
 
 The console has no authentication of its own: AdminHttpServer guards every path but `/metrics` with the `/admin/*`
-rules (Basic credentials and a DESCRIBE-on-cluster ACL once security is configured; loopback only without it).
-Event-loop thread only; page data is read in worker threads except group lag (the coordinator is loop-owned).
+rules (Basic credentials and a DESCRIBE-on-cluster ACL once security is configured; loopback only without it). Past
+that, each page asks the request's `AdminAccess` (broker/admin_auth.py) per resource, as Kafka's requests do: the
+front page lists the topics the principal may DESCRIBE and the consumer and share groups it may DESCRIBE (their
+members and hosts with them; a group's partition rows only for topics it may DESCRIBE); a topic page needs DESCRIBE
+on the topic; a key lookup (records and values) READ on the topic. A refused page is 403, whether the topic exists
+or not.
+Event-loop thread only; page data is read in the admin port's threads (`admin_thread`) except group lag (the
+coordinator is loop-owned).
 """
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import functools
 from importlib.resources import files
+from typing import Any, TypeVar
 
+from minikafka.broker.admin_auth import AdminAccess, request_access
 from minikafka.broker.admin_http import AdminHttpServer
+from minikafka.broker.admin_workers import admin_thread
 from minikafka.broker.console import pages
-from minikafka.broker.console.state import ConsoleState, group_lags, share_group_views
+from minikafka.broker.console.state import ConsoleState, GroupLag, ShareGroupView, group_lags, share_group_views
+from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import parse_key
+from minikafka.broker.security.acls import AclOperation, ResourceType
 from minikafka.broker.share.share_coordinator import ShareCoordinator
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.clock import Clock
@@ -41,12 +53,13 @@ class Console:
 
     def __init__(self, log_manager: LogManager, log_cleaner: LogCleaner, clock: Clock,
                  group_coordinator: GroupCoordinator | None = None,
-                 share_coordinator: ShareCoordinator | None = None) -> None:
+                 share_coordinator: ShareCoordinator | None = None, faults: FaultState | None = None) -> None:
         self.state = ConsoleState(log_manager, log_cleaner)
         self.log_manager = log_manager
         self.clock = clock
         self.group_coordinator = group_coordinator
         self.share_coordinator = share_coordinator
+        self.faults = faults
         self._static = {name: files("minikafka.broker.console").joinpath("static", name).read_bytes()
                         for name in STATIC_TYPES}
 
@@ -62,11 +75,18 @@ class Console:
         return 200, STATIC_TYPES[name], self._static[name]
 
     async def front(self, _query: dict[str, list[str]]) -> Reply:
+        access = request_access()
         now_ms = self.clock.time_ms()
-        topics = await asyncio.to_thread(self.state.topic_views, now_ms)
+        topics = await admin_thread(self.state.topic_views, now_ms)
         groups = group_lags(self.group_coordinator, self.log_manager)
         share_groups = share_group_views(self.share_coordinator)
-        return 200, HTML, pages.front_page(topics, groups, share_groups, now_ms)
+        faults = self.faults.describe() if self.faults is not None else None
+        described = access.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, {
+            *(t.name for t in topics), *(row[0] for g in groups for row in g.partitions),
+            *(row[0] for g in share_groups for row in g.partitions)})
+        return 200, HTML, pages.front_page([t for t in topics if t.name in described],
+                                           _visible_groups(access, groups, described),
+                                           _visible_groups(access, share_groups, described), now_ms, faults)
 
     async def topic(self, query: dict[str, list[str]]) -> Reply:
         return await self._topic(query, pages.topic_page)
@@ -76,14 +96,18 @@ class Console:
 
     async def _topic(self, query: dict[str, list[str]], render: pages.TopicRenderer) -> Reply:
         name = _first(query, "name") or ""
+        if not request_access().allows(AclOperation.DESCRIBE, ResourceType.TOPIC, [name])[0]:
+            return _refused(AclOperation.DESCRIBE, name)
         now_ms = self.clock.time_ms()
-        view = await asyncio.to_thread(self.state.topic_detail, name, now_ms)
+        view = await admin_thread(self.state.topic_detail, name, now_ms)
         if view is None:
             return 404, HTML, pages.message_page("No such topic", f"Topic {name} does not exist.")
         return 200, HTML, render(view, now_ms)
 
     async def key(self, query: dict[str, list[str]]) -> Reply:
         topic = _first(query, "topic") or ""
+        if not request_access().allows(AclOperation.READ, ResourceType.TOPIC, [topic])[0]:
+            return _refused(AclOperation.READ, topic)
         key_text, hex_text = _first(query, "key"), _first(query, "key_hex")
         if _first(query, "hex") and key_text is not None:  # the form's hex checkbox
             key_text, hex_text = None, key_text
@@ -93,9 +117,31 @@ class Console:
             show = int(s) if (s := _first(query, "show")) else None
         except ValueError as error:
             return 400, HTML, pages.message_page("Bad key lookup", str(error))
-        lookup = await asyncio.to_thread(self.state.key_lookup, topic, key, partition, self.clock.time_ms(), show)
+        lookup = await admin_thread(self.state.key_lookup, topic, key, partition, self.clock.time_ms(), show)
         if lookup is None:
             return 404, HTML, pages.message_page("No such partition",
                                                  f"Topic {topic} (partition {partition}) does not exist.")
         shown = hex_text if hex_text is not None else key_text
         return 200, HTML, pages.key_page(lookup, shown or "", hex_text is not None)
+
+
+def _refused(operation: AclOperation, topic: str) -> Reply:
+    return 403, HTML, pages.message_page("Not allowed", f"This page needs {operation.name} on topic {topic}.")
+
+
+GroupRow = TypeVar("GroupRow", GroupLag, ShareGroupView)
+
+
+def _visible_groups(access: AdminAccess, groups: list[GroupRow], topics: set[str]) -> list[GroupRow]:
+    """The groups (consumer or share) `access` may DESCRIBE, members and hosts included, each with the partitions of
+    the `topics` it may DESCRIBE (as OffsetFetch leaves the others out) and its sums over those."""
+    shown = access.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups))
+    return [_with_partitions(g, [row for row in g.partitions if row[0] in topics])
+            for g in groups if g.group_id in shown]
+
+
+def _with_partitions(group: GroupRow, rows: list[Any]) -> GroupRow:
+    if isinstance(group, GroupLag):
+        return dataclasses.replace(group, partitions=rows, lag=sum(row[3] for row in rows))
+    return dataclasses.replace(group, partitions=rows, in_flight=sum(row[3] for row in rows),
+                               archived=sum(row[4] for row in rows))

@@ -16,7 +16,6 @@ from pathlib import Path
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import KeyRecord, default_partition, scan_partition_dir
 from minikafka.broker.share.share_coordinator import ShareCoordinator
-from minikafka.broker.share.share_metrics import record_counts
 from minikafka.cleaner.cleaner_metrics import PartitionCleaningStatus
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.storage.log_manager import LogManager
@@ -255,21 +254,18 @@ def group_lags(coordinator: GroupCoordinator | None, log_manager: LogManager) ->
 
 
 def share_group_views(share: ShareCoordinator | None) -> list[ShareGroupView]:
-    """Every share group with its members and record counts (the minikafka_share_group_records gauge's). Event
-    loop only."""
+    """Every share group with its members and record counts (the minikafka_share_group_records gauge's), from the
+    share coordinator's read model. Event loop only."""
     if share is None:
         return []
-    names = {topic_id: name for name, (topic_id, _count) in share.topics_image().items()}
+    model = share.read_model()
     partitions: dict[str, list[tuple[str, int, int, int, int]]] = {}
-    for (group_id, topic_id, partition), share_partition in share.partitions.share_partitions.items():
-        in_flight, archived = record_counts(share_partition)
-        partitions.setdefault(group_id, []).append(
-            (names.get(topic_id, str(topic_id)), partition, share_partition.start_offset, in_flight, archived))
+    for p in model.partitions:
+        partitions.setdefault(p.group_id, []).append((p.topic, p.partition, p.start_offset, p.in_flight, p.archived))
     views = []
-    for group_id, group in sorted(share.groups.items()):
-        rows = sorted(partitions.get(group_id, []))
-        members = sorted((m.member_id, m.client_id, m.client_host) for m in group.members.values())
-        views.append(ShareGroupView(group_id, group.state.value, members, sum(r[3] for r in rows),
+    for group in model.groups:
+        rows = sorted(partitions.get(group.group_id, []))
+        views.append(ShareGroupView(group.group_id, group.state, list(group.members), sum(r[3] for r in rows),
                                     sum(r[4] for r in rows), rows))
     return views
 

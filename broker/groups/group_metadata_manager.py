@@ -36,8 +36,8 @@ from minikafka.broker.groups.group_metadata import (
 )
 from minikafka.broker.groups.offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsTopic, TxnProducer, iter_log
 from minikafka.broker.groups.pending_txn_offsets import PendingTxnOffsets
-from minikafka.broker.share.share_group import ShareGroup
-from minikafka.broker.share.share_group_records import replay as replay_share_group_record
+from minikafka.broker.groups.share_group import ShareGroup
+from minikafka.broker.groups.share_group_records import replay as replay_share_group_record
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import CONTROL_TYPE_COMMIT, parse_control_record_type
 from minikafka.storage.clock import Clock

@@ -98,7 +98,8 @@ async def alter_resources(
                 await ctx.admin.alter_topic_config(name, overrides, request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER:
                 layer = new_broker_layer(ctx, name, resource.configs)
-                await ctx.admin.alter_broker_config(name, layer, request.validate_only)
+                await ctx.admin.alter_broker_config(name, layer, request.validate_only,
+                                                    [config.name for config in resource.configs])
             elif resource.resource_type == RESOURCE_GROUP:
                 group_overrides = new_group_overrides(ctx, name, resource.configs)
                 await ctx.admin.group_configs.alter(name, group_overrides, request.validate_only)

@@ -1,12 +1,14 @@
-"""IncrementalAlterConfigs (key 44), v0-1: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides
-on a BROKER resource's dynamic configs, or on a GROUP resource's configs; APPEND/SUBTRACT only for LIST configs, as
-Kafka requires."""
+"""IncrementalAlterConfigs (key 44), v0-1: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides,
+a BROKER resource's dynamic configs, a GROUP's or a client-metrics subscription's configs.
+
+APPEND and SUBTRACT apply to LIST configs only and start where Kafka's controller starts: the value stored on that
+resource, else the key's built-in default (a broker's `log.cleanup.policy` APPEND `compact` is `delete,compact`). No
+GROUP key is a LIST, and Kafka 4.3 refuses both on CLIENT_METRICS keys too."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from minikafka.broker.client_metrics_configs import KEYS as CLIENT_METRICS_KEYS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dynamic_config import config_key
 from minikafka.broker.handlers.alter_configs import alter_resources
@@ -14,13 +16,49 @@ from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
-from minikafka.storage.config_def import ConfigType
-from minikafka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
+from minikafka.storage.config_def import ConfigKey, ConfigType, format_value
+from minikafka.storage.log_config import TOPIC_CONFIG_DEF
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def java_split(value: str) -> list[str]:
+    """Java's `value.split(",")`: empty items kept except trailing ones; "" is [""]."""
+    if value == "":
+        return [""]
+    items = value.split(",")
+    while items and items[-1] == "":
+        items.pop()
+    return items
+
+
+def list_operation(start: str | None, operation: int, value: str) -> str:
+    """Kafka's ConfigurationControlManager APPEND/SUBTRACT on a LIST config: from the non-empty items of `start`
+    (the resource's stored value, else the key's default), each item of `value` appended unless present, or its
+    first occurrence removed. What the result must satisfy is the resource's own validation, run afterwards."""
+    items = [item for item in (start or "").split(",") if item]
+    for change in java_split(value):
+        if operation == APPEND and change not in items:
+            items.append(change)
+        elif operation == SUBTRACT and change in items:
+            items.remove(change)
+    return ",".join(items)
+
+
+def default_text(key: ConfigKey) -> str | None:
+    """A key's built-in default as its stored string (Kafka's ConfigDef.convertToString)."""
+    return key.default if isinstance(key.default, str) else format_value(key, key.default)
+
+
+def not_a_list(operation: int, name: str) -> InvalidConfigError:
+    """Kafka's controller refusing APPEND/SUBTRACT on a key its resource type does not declare as a LIST."""
+    return InvalidConfigError(f"Can't {OPERATION_NAMES[operation]} to key {name} because its type is not LIST.")
 
 
 def apply_operations(ctx: BrokerContext, topic: str, configs: Any) -> dict[str, str]:
+    """The topic's new overrides; APPEND/SUBTRACT start from its override, else the topic config's built-in default
+    (not the broker's value: Kafka's controller reads `ConfigDef` defaults, `KafkaConfigSchema.getDefault`)."""
     overrides = ctx.admin.topic_overrides(topic)
     names = [config.name for config in configs]
     for config in configs:
@@ -28,28 +66,20 @@ def apply_operations(ctx: BrokerContext, topic: str, configs: Any) -> dict[str, 
         if names.count(name) > 1:
             raise InvalidRequestError(f"Error due to duplicate config keys: {name}")
         key = TOPIC_CONFIG_DEF.keys.get(name)
-        if key is None:
+        if operation in (APPEND, SUBTRACT):
+            if value is None:
+                raise InvalidRequestError(f"Null value not supported for : {name}")
+            if key is None or key.type is not ConfigType.LIST:
+                raise not_a_list(operation, name)
+            overrides[name] = list_operation(overrides.get(name, default_text(key)), operation, value)
+        elif key is None:
             raise InvalidConfigError(f"Unknown topic config name: {name}")
-        if operation == SET:
+        elif operation == SET:
             if value is None:
                 raise InvalidConfigError(f"Null value not supported for: {name}")
             overrides[name] = value
         elif operation == DELETE:
             overrides.pop(name, None)
-        elif operation in (APPEND, SUBTRACT):
-            if key.type is not ConfigType.LIST:
-                raise InvalidConfigError(f"Config value append is not allowed for config key: {name}")
-            current = overrides.get(name)
-            if current is None:
-                entry = next(e for e in LogConfig.describe({}, ctx.admin.config.props) if e.name == name)
-                current = entry.value or ""
-            items = [item for item in current.split(",") if item]
-            changes = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if operation == APPEND:
-                items += [item for item in changes if item not in items]
-            else:
-                items = [item for item in items if item not in changes]
-            overrides[name] = ",".join(items)
         else:
             raise InvalidRequestError(f"Unknown config operation {operation} for {name}")
     return overrides
@@ -78,15 +108,9 @@ def apply_broker_operations(ctx: BrokerContext, resource_name: str, configs: Any
             if key is None:
                 raise InvalidConfigError(f"Unknown config name: {name}")
             if key.type is not ConfigType.LIST:
-                verb = "append" if operation == APPEND else "subtract"
-                raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {name}")
-            items = [item for item in layer.get(name, "").split(",") if item]
-            changes = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if operation == APPEND:
-                items += [item for item in changes if item not in items]
-            else:
-                items = [item for item in items if item not in changes]
-            layer[name] = ",".join(items)  # no dynamic key is a LIST: the name check refuses it
+                raise InvalidConfigError(f"Config value {OPERATION_NAMES[operation].lower()} is not allowed for "
+                                         f"config key: {name}")
+            layer[name] = list_operation(layer.get(name, default_text(key)), operation, value)
         else:
             raise InvalidRequestError(f"Unknown operations type {operation}")
     return layer
@@ -109,15 +133,14 @@ def apply_group_operations(ctx: BrokerContext, group_id: str, configs: Any) -> d
         elif operation == DELETE:
             overrides.pop(name, None)
         elif operation in (APPEND, SUBTRACT):
-            verb = "APPEND" if operation == APPEND else "SUBTRACT"
-            raise InvalidConfigError(f"Can't {verb} to key {name} because its type is not LIST.")
+            raise not_a_list(operation, name)
         else:
             raise InvalidRequestError(f"Unknown operations type {operation}")
     return overrides
 
 
 def apply_client_metrics_operations(ctx: BrokerContext, name: str, configs: Any) -> dict[str, str]:
-    """The incremental operations on a client-metrics subscription (`metrics` and `match` are LISTs)."""
+    """SET and DELETE on a client-metrics subscription; APPEND and SUBTRACT refused as Kafka 4.3.1 refuses them."""
     names = [config.name for config in configs]
     if len(set(names)) != len(names):
         raise InvalidRequestError("Error due to duplicate config keys")
@@ -129,15 +152,9 @@ def apply_client_metrics_operations(ctx: BrokerContext, name: str, configs: Any)
         elif operation == DELETE:
             current.pop(key, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = CLIENT_METRICS_KEYS.get(key)
-            if definition is None or definition.type is not ConfigType.LIST:
-                verb = "APPEND" if operation == APPEND else "SUBTRACT"
-                raise InvalidConfigError(f"Can't {verb} to key {key} because its type is not LIST.")
-            items = [item for item in current.get(key, "").split(",") if item]
-            changes = (config.value or "").split(",")
-            items = items + [c for c in changes if c not in items] if operation == APPEND else \
-                [item for item in items if item not in changes]
-            current[key] = ",".join(items)
+            # `metrics` and `match` are LISTs, but Kafka 4.3's controller schema (KafkaConfigSchema) has no
+            # CLIENT_METRICS keys: it refuses both operations on every key
+            raise not_a_list(operation, key)
         else:
             raise InvalidRequestError(f"Unknown operations type {operation}")
     return current

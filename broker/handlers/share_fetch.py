@@ -56,6 +56,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             acknowledgements_present=has_acks, connection_id=session.connection_id or session.client_address)
     except ShareSessionError as error:
         return _error(cls, ErrorCode(error.error_code), str(error))
+    for evicted in context.evicted:  # idle sessions evicted to make room: their records go back
+        share.partitions.release_member(evicted.group_id, evicted.member_id, list(evicted.partitions))
     is_renew_ack = bool(request.is_renew_ack) if version >= 2 else False
     ack_errors: dict[tuple[uuid.UUID, int], tuple[ErrorCode, str | None]] = {}
     for partition in requested:

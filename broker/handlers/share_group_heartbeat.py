@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.groups.share_group import ShareGroupError
 from minikafka.broker.handlers.join_group import CLIENT_HOST
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
-from minikafka.broker.share.share_group import ShareGroupError
 from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import ErrorCode

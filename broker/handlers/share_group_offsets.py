@@ -91,7 +91,7 @@ def _wanted(share: ShareCoordinator, group_id: str, topics: Any) -> dict[str, li
 
 def _describe_partition(ctx: BrokerContext, share: ShareCoordinator, partition_cls: Any, group_id: str, topic: str,
                         topic_id: uuid.UUID, partition: int) -> Any:
-    state = share.partitions.store.state.state(group_id, topic_id, partition)
+    state = share.persister.read_state(group_id, topic_id, partition)
     start = UNINITIALIZED_START_OFFSET if state is None else state.start_offset
     lag = _UNINITIALIZED_LAG
     if state is not None and start != UNINITIALIZED_START_OFFSET \
@@ -112,14 +112,13 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     topic_cls = cls.AlterShareGroupOffsetsResponseTopic
     partition_cls = topic_cls.AlterShareGroupOffsetsResponsePartition
     share = ctx.share_coordinator
-    error = _group_error(ctx, session, share, request.group_id, AclOperation.READ)
+    error = _group_error(ctx, session, share, request.group_id, AclOperation.READ, create=True)
     if error is not None:
         return cls(throttle_time_ms=0, error_code=error[0], error_message=error[1], responses=[])
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
-    now_ms = share.clock.time_ms()
-    group = share.groups[request.group_id]
+    group = share.group_or_new(request.group_id)
     # Kafka records the altered partitions as initializing, initialises their state at the new start offsets,
     # then records them as initialized (ShareGroupStatePartitionMetadata)
     change: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
@@ -136,7 +135,7 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
 
     def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
         code, messages[(topic_id, partition)] = _reset(share, request.group_id, topic_id, partition,
-                                                       offsets[(topic_id, partition)], now_ms)
+                                                       offsets[(topic_id, partition)])
         return code
 
     codes = share.initialize(group, change, write_state) if change else {}
@@ -160,18 +159,16 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     return cls(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
 
 
-def _reset(share: ShareCoordinator, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
-           now_ms: int) -> tuple[ErrorCode, str | None]:
-    store = share.partitions.store
-    current = store.state.state(group_id, topic_id, partition)
+def _reset(share: ShareCoordinator, group_id: str, topic_id: uuid.UUID, partition: int,
+           start_offset: int) -> tuple[ErrorCode, str | None]:
+    current = share.persister.read_state(group_id, topic_id, partition)
     try:
-        record = store.state.initialize_state(group_id, topic_id, partition,
-                                              state_epoch=0 if current is None else current.state_epoch + 1,
-                                              start_offset=start_offset, now_ms=now_ms)
+        code = share.persister.initialize_state(group_id, topic_id, partition,
+                                                state_epoch=0 if current is None else current.state_epoch + 1,
+                                                start_offset=start_offset)
     except ShareStateError as error:
         return ErrorCode(error.error_code), str(error)
-    code = store.write(record)
-    share.partitions.share_partitions.pop((group_id, topic_id, partition), None)  # reloaded at its next fetch
+    share.partitions.forget(group_id, topic_id, partition)  # reloaded at its next fetch
     return code, None
 
 
@@ -224,7 +221,9 @@ async def handle_delete(ctx: BrokerContext, event: RequestReceived, session: Ses
 
 
 def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator | None, group_id: str,
-                 operation: AclOperation) -> tuple[ErrorCode, str | None] | None:
+                 operation: AclOperation, create: bool = False) -> tuple[ErrorCode, str | None] | None:
+    """The group-level refusal, if any; `create`: a share group that does not exist yet is no refusal (Kafka's
+    AlterShareGroupOffsets creates it)."""
     if not authorize(ctx, session, operation, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
     status = ctx.group_coordinator.validate_group_status(group_id)
@@ -236,7 +235,7 @@ def _group_error(ctx: BrokerContext, session: Session, share: ShareCoordinator |
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     group = share.groups.get(group_id)
     if group is None:
-        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        return None if create else (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
     if group.members:
         return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
     return None

@@ -185,7 +185,7 @@ class ScramCredentialStore:
         data = json.dumps({"version": _VERSION, "credentials": entries}, indent=1).encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, data + b"\n")
+            atomic_write(self.path, data + b"\n", mode=0o600)  # salted keys: offline guessing material
         except OSError as error:
             raise KafkaStorageError(f"cannot write {self.path}: {error}") from error
 

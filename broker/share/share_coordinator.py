@@ -1,12 +1,15 @@
 """`ShareCoordinator`: share groups (KIP-932) served on the broker, as Apache Kafka 4.3.1's group coordinator and
 share coordinator serve them together on one node.
 
-It owns the share groups (`ShareGroup`, kept in the group coordinator's `GroupMetadataManager.share_groups` so that
-ListGroups/DescribeGroups/DeleteGroups see them and their `__consumer_offsets` records are replayed on load), the
-records a heartbeat changes (appended to `__consumer_offsets` in Kafka's layouts), the session-expiry and
-acquisition-lock timers (one loop timer armed at the earliest deadline), the share partitions and the share
-sessions (`SharePartitionManager`), and the per-group `share.*` overrides (from the GROUP config resources:
-`for_broker` reads the stored ones and subscribes to changes). Event-loop thread only; not thread-safe.
+The share groups themselves (`ShareGroup`) are owned by the group coordinator's `GroupMetadataManager`
+(`share_groups`: ListGroups/DescribeGroups/DeleteGroups see them, their `__consumer_offsets` records are replayed
+there on load); this class serves their requests, writing first: a heartbeat's or a session expiry's records are
+appended to `__consumer_offsets` and the change is kept only once written. It owns the session-expiry and
+acquisition-lock timer (one loop timer armed at the earliest deadline), the `Persister` of share-partition state,
+the `SharePartitionManager` (share partitions and share sessions, built with narrow callables, no pointer back),
+the per-group `share.*` overrides (from the GROUP config resources: `for_broker` reads the stored ones and
+subscribes to changes), and publishes `read_model()` for the console and the metrics. Event-loop thread only; not
+thread-safe.
 """
 
 from __future__ import annotations
@@ -17,28 +20,30 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from minikafka.broker.share import state_partition_metadata as spm
-from minikafka.broker.share.share_coordinator_state import ShareStateError
-from minikafka.broker.share.share_group import (
+from minikafka.broker.groups import state_partition_metadata as spm
+from minikafka.broker.groups.share_group import (
     ShareGroup,
     ShareGroupError,
     ShareGroupHeartbeatResult,
     StatePartitionMetadata,
     TopicPartitions,
 )
-from minikafka.broker.share.share_group_configs import (
-    ShareGroupBrokerConfig,
-    ShareGroupSettings,
-    share_group_config,
-)
-from minikafka.broker.share.share_group_records import (
+from minikafka.broker.groups.share_group_records import (
     group_tombstones,
     records_between,
     snapshot,
     state_partition_metadata_record,
 )
+from minikafka.broker.share.persister import CoordinatorPersister, Persister
+from minikafka.broker.share.share_coordinator_state import ShareStateError
+from minikafka.broker.share.share_group_configs import (
+    ShareGroupBrokerConfig,
+    ShareGroupSettings,
+    share_group_config,
+)
 from minikafka.broker.share.share_partition import UNINITIALIZED_START_OFFSET
 from minikafka.broker.share.share_partition_manager import SharePartitionManager
+from minikafka.broker.share.share_read_model import ShareGroupSummary, SharePartitionSummary, ShareReadModel
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError
 from minikafka.storage.clock import Clock
 
@@ -55,6 +60,8 @@ __all__ = ["SHARE_PROTOCOL_TYPE", "ShareCoordinator"]
 log = logging.getLogger(__name__)
 
 SHARE_PROTOCOL_TYPE = "share"
+#: how long a timer whose write failed (session expiry, lock expiry) waits before it tries again
+_RETRY_BACKOFF_MS = 1000
 
 
 class ShareCoordinator:
@@ -77,9 +84,15 @@ class ShareCoordinator:
         self.clock = clock
         #: a GROUP resource's `share.*` overrides, by group id
         self.group_overrides: dict[str, dict[str, str]] = {}
-        self.partitions = SharePartitionManager(self, replica_manager, store, clock)
+        #: share-partition state, read and written (the share coordinator's `__share_group_state`)
+        self.persister: Persister = CoordinatorPersister(store, clock)
+        self.partitions = SharePartitionManager(
+            replica_manager, self.persister, clock, max_share_sessions=broker_config["group.share.max.share.sessions"],
+            partition_config=lambda group_id: self.settings(group_id).partition, is_initialized=self.is_initialized,
+            on_acquired=self.arm_timer)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at_ms: int | None = None
+        self._retry_at_ms = 0  # no timer fires before this (a write failed: back off rather than spin)
 
     @classmethod
     def for_broker(
@@ -113,10 +126,10 @@ class ShareCoordinator:
     async def load_state(self) -> None:
         """Load `__share_group_state`, before the groups: until it is loaded, share partitions answer
         COORDINATOR_LOAD_IN_PROGRESS (a partition initialised meanwhile would forget its persisted state)."""
-        await self.partitions.store.load_all()
+        await self.persister.load()
         self.partitions.loaded = True
         log.info("Loaded the state of %d share partitions from __share_group_state",
-                 len(self.partitions.store.state.share_partitions()))
+                 len(self.persister.share_partitions()))
 
     def on_groups_loaded(self) -> None:
         """The share groups came back with `__consumer_offsets`: fresh sessions, their settings, the timer."""
@@ -177,6 +190,23 @@ class ShareCoordinator:
         return group is not None and group.state_partitions is not None \
             and group.state_partitions.is_initialized(topic_id, partition)
 
+    def read_model(self) -> ShareReadModel:
+        """What the console and the metrics read (see `share_read_model`). Event loop only."""
+        names = {topic_id: name for name, (topic_id, _count) in self.topics_image().items()}
+        partitions = sorted(
+            (SharePartitionSummary(
+                group_id, topic_id, names.get(topic_id, str(topic_id)), partition, share_partition.start_offset,
+                share_partition.end_offset, share_partition.in_flight_count(), share_partition.archived_count(),
+                share_partition.in_flight_batch_count())
+             for (group_id, topic_id, partition), share_partition in self.partitions.share_partitions.items()),
+            key=lambda p: (p.group_id, p.topic, p.partition))
+        groups = tuple(
+            ShareGroupSummary(group_id, group.state.value,
+                              tuple(sorted((m.member_id, m.client_id, m.client_host) for m in group.members.values())))
+            for group_id, group in sorted(self.groups.items()))
+        sessions = self.partitions.sessions
+        return ShareReadModel(groups, tuple(partitions), len(sessions), sessions.total_partitions())
+
     def topics_image(self) -> dict[str, tuple[uuid.UUID, int]]:
         return {name: (t.topic_id, t.num_partitions) for name, t in self.replica_manager.topics().items()}
 
@@ -206,21 +236,28 @@ class ShareCoordinator:
             group = ShareGroup(group_id)
             self._apply_settings(group)
         before = None if created else snapshot(group)
-        result = group.heartbeat(
-            member_id,
-            member_epoch,
-            subscribed_topic_names=subscribed_topic_names,
-            topics=self.topics_image(),
-            now_ms=self.clock.time_ms(),
-            rack_id=rack_id,
-            client_id=client_id,
-            client_host=client_host,
-        )
-        if created:
-            self.groups[group_id] = group
+        saved = group.copy_state()
+        try:
+            result = group.heartbeat(
+                member_id,
+                member_epoch,
+                subscribed_topic_names=subscribed_topic_names,
+                topics=self.topics_image(),
+                now_ms=self.clock.time_ms(),
+                rack_id=rack_id,
+                client_id=client_id,
+                client_host=client_host,
+            )
+        except ShareGroupError:
+            group.restore_state(saved)
+            raise
+        # Written first: a group, a member or an epoch exists in memory only once its records are in the log.
         error = self._persist(before, group)
         if error is not ErrorCode.NONE:
+            group.restore_state(saved)
             raise ShareGroupError(error, "The coordinator could not persist the group.")
+        if created:
+            self.groups[group_id] = group
         await self._initialize_subscribed(group)
         self.arm_timer()
         return result
@@ -238,7 +275,17 @@ class ShareCoordinator:
                                                                                                  metadata)])
         if error is ErrorCode.NONE:
             group.state_partitions = metadata
+            self.groups.setdefault(group.group_id, group)  # a new group exists once its first record is written
         return error
+
+    def group_or_new(self, group_id: str) -> ShareGroup:
+        """The share group, or a new empty one that joins `groups` only once a record of it is written (Kafka's
+        getOrMaybeCreatePersistedShareGroup: AlterShareGroupOffsets of a group with no members yet creates it)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = ShareGroup(group_id)
+            self._apply_settings(group)
+        return group
 
     async def _initialize_subscribed(self, group: ShareGroup) -> None:
         """After a heartbeat: initialise the subscribed partitions not initialised yet, as Kafka's heartbeat does
@@ -251,16 +298,14 @@ class ShareCoordinator:
         change = spm.to_initialize(group.state_partitions or spm.EMPTY, subscribed, self.topics_image())
         if not change:
             return
-        store = self.partitions.store
-        await store.ensure_topic()
-        now_ms = self.clock.time_ms()
+        persister = self.persister
+        await persister.ensure_ready()
 
         def write_state(topic_id: uuid.UUID, partition: int) -> ErrorCode:
-            if store.state.state(group.group_id, topic_id, partition) is not None:
+            if persister.read_state(group.group_id, topic_id, partition) is not None:
                 return ErrorCode.NONE
-            record = store.state.initialize_state(group.group_id, topic_id, partition, state_epoch=group.group_epoch,
-                                                  start_offset=UNINITIALIZED_START_OFFSET, now_ms=now_ms)
-            return store.write(record)
+            return persister.initialize_state(group.group_id, topic_id, partition, state_epoch=group.group_epoch,
+                                              start_offset=UNINITIALIZED_START_OFFSET)
 
         self.initialize(group, change, write_state)
 
@@ -316,13 +361,12 @@ class ShareCoordinator:
         error = self._write_state_partitions(group, spm.delete_offsets(metadata, [t for _n, t in eligible]))
         if error is not ErrorCode.NONE:
             return {**results, **{name: (error, None) for name, _t in eligible}}
-        store = self.partitions.store
         deleted = []
         for name, topic_id in eligible:
             code = ErrorCode.NONE
-            for key in [k for k in store.state.share_partitions() if k[0] == group_id and k[1] == topic_id]:
-                written = store.write(store.state.delete_state(*key))
-                self.partitions.share_partitions.pop(key, None)
+            for key in [k for k in self.persister.share_partitions() if k[0] == group_id and k[1] == topic_id]:
+                written = self.persister.delete_state(*key)
+                self.partitions.forget(*key)
                 if written is not ErrorCode.NONE:
                     code = written
             results[name] = (code, None)
@@ -334,13 +378,15 @@ class ShareCoordinator:
 
     # -- connections -----------------------------------------------------------------------------------------
     def on_disconnect(self, session: Session) -> None:
-        """A client connection closed: the share session opened on it ends and its member's acquired records go
+        """A client connection closed: the share sessions opened on it end and their members' acquired records go
         back to the group at once, as Kafka's connection-disconnect listener does (not when their locks expire)."""
         if not session.connection_id:
             return
         ended = self.partitions.sessions.on_disconnect(session.connection_id)
-        if ended is not None:
-            self.partitions.release_member(ended.group_id, ended.member_id, list(ended.partitions))
+        for share_session in ended:
+            self.partitions.release_member(share_session.group_id, share_session.member_id,
+                                           list(share_session.partitions))
+        if ended:
             self.arm_timer()
 
     # -- DeleteGroups ----------------------------------------------------------------------------------------
@@ -372,7 +418,7 @@ class ShareCoordinator:
             deadlines.append(lock_deadline)
         if not deadlines:
             return
-        at_ms = min(deadlines)
+        at_ms = max(min(deadlines), self._retry_at_ms)
         if self._timer is not None and self._timer_at_ms is not None and self._timer_at_ms <= at_ms:
             return
         if self._timer is not None:
@@ -390,10 +436,15 @@ class ShareCoordinator:
         now_ms = self.clock.time_ms()
         topics = self.topics_image()
         for group in list(self.groups.values()):
-            before = snapshot(group)
+            before, saved = snapshot(group), group.copy_state()
             expired = group.expire_sessions(now_ms, topics)
-            if expired:
+            if not expired:
+                continue
+            if self._persist(before, group) is ErrorCode.NONE:
                 log.info("share group %s: members %s left (session timeout)", group.group_id, expired)
-                self._persist(before, group)
-        self.partitions.expire_acquisition_locks()
+            else:  # the members stay until their removal is written; the next timer tries again
+                group.restore_state(saved)
+                self._retry_at_ms = now_ms + _RETRY_BACKOFF_MS
+        if self.partitions.expire_acquisition_locks() is not ErrorCode.NONE:
+            self._retry_at_ms = now_ms + _RETRY_BACKOFF_MS
         self.arm_timer()

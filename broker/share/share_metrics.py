@@ -1,9 +1,12 @@
 """Prometheus metrics of share groups (KIP-932), read at scrape time from the `ShareCoordinator` (same event loop):
 Kafka's ShareSessionCache gauges (`kafka.server:type=ShareSessionCache,name=ShareSessionsCount|
-SharePartitionsCount`), its SharePartitionMetrics (KIP-1103) in-flight gauges per share partition
-(`InFlightMessageCount`, `InFlightBatchCount`), and, per share group, the records between each partition's start
-and end offsets by state: in flight (available or acquired) and archived (rejected, over the delivery limit,
-aborted), the gauge operators watch for poison records. Not thread-safe beyond prometheus_client's own locking."""
+SharePartitionsCount`), its SharePartitionMetrics (KIP-1103) in-flight gauges per topic partition
+(`InFlightMessageCount`, `InFlightBatchCount`), and the records between share partitions' start and end offsets by
+state: in flight (available or acquired) and archived (rejected, over the delivery limit, aborted), the gauge
+operators watch for poison records. Kafka tags SharePartitionMetrics with the group; here the sums over every share
+group stand instead, because `/metrics` needs no credentials and shows no group id (docs/security.md): a group's own
+counts are on the console's front page, for principals that may DESCRIBE the group. Not thread-safe beyond
+prometheus_client's own locking."""
 
 from __future__ import annotations
 
@@ -13,56 +16,48 @@ from prometheus_client.metrics_core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from minikafka.broker.share.share_coordinator import ShareCoordinator
-from minikafka.broker.share.share_partition import SharePartition
-from minikafka.broker.share.share_types import RecordState
 
-__all__ = ["ShareGroupCollector", "record_counts"]
-
-
-def record_counts(share_partition: SharePartition) -> tuple[int, int]:
-    """(in flight, archived) records between a share partition's start and end offsets: in flight is available or
-    acquired, archived is rejected, over the delivery limit or aborted."""
-    states = [state for view in share_partition.in_flight_batches() for state, _count, _member in view.states]
-    return sum(1 for state in states if not state.terminal), sum(1 for state in states if state is RecordState.ARCHIVED)
+__all__ = ["ShareGroupCollector"]
 
 
 class ShareGroupCollector(Collector):
-    """Share sessions, share partitions and per-group record states, computed when scraped."""
+    """Share sessions, share partitions and record states over every share group, from the coordinator's read model
+    when scraped."""
 
     def __init__(self, coordinator: ShareCoordinator) -> None:
         self._coordinator = coordinator
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        manager = self._coordinator.partitions
+        model = self._coordinator.read_model()
         prefix = "kafka_server_sharesessioncache_"
-        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached", value=len(manager.sessions))
+        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached", value=model.share_sessions)
         yield GaugeMetricFamily(prefix + "sharepartitionscount", "Partitions over all share sessions",
-                                value=manager.sessions.total_partitions())
-        labels = ["group", "topic", "partition"]
+                                value=model.share_session_partitions)
+        labels = ["topic", "partition"]
         messages = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
-                                     "Records in flight (not yet acknowledged or archived) of a share partition",
-                                     labels=labels)
+                                     "Records in flight (not yet acknowledged or archived) of a partition's share "
+                                     "partitions, over every share group", labels=labels)
         batches = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightbatchcount",
-                                    "In-flight batches of a share partition", labels=labels)
-        per_group = GaugeMetricFamily("minikafka_share_group_records",
-                                      "Records between the start and end offsets of a share group's partitions, by "
-                                      "state (in_flight: available or acquired; archived)", labels=["group", "state"])
-        names = {topic_id.bytes: name for name, (topic_id, _count) in self._coordinator.topics_image().items()}
-        totals: dict[str, dict[str, int]] = {}
-        for (group_id, _topic_id, partition), share_partition in sorted(manager.share_partitions.items(), key=str):
-            views = share_partition.in_flight_batches()
-            in_flight, archived = record_counts(share_partition)
-            topic = names.get(share_partition.topic_id, "")
-            messages.add_metric([group_id, topic, str(partition)], in_flight)
-            batches.add_metric([group_id, topic, str(partition)], len(views))
-            group_totals = totals.setdefault(group_id, {"in_flight": 0, "archived": 0})
-            group_totals["in_flight"] += in_flight
-            group_totals["archived"] += archived
-        for group_id in self._coordinator.groups:
-            totals.setdefault(group_id, {"in_flight": 0, "archived": 0})
-        for group_id, counts in sorted(totals.items()):
-            for state, value in counts.items():
-                per_group.add_metric([group_id, state], value)
+                                    "In-flight batches of a partition's share partitions, over every share group",
+                                    labels=labels)
+        per_state = GaugeMetricFamily("minikafka_share_group_records",
+                                      "Records between the start and end offsets of the share groups' partitions, by "
+                                      "state (in_flight: available or acquired; archived), over every share group",
+                                      labels=["state"])
+        per_partition: dict[tuple[str, str], list[int]] = {}
+        totals = {"in_flight": 0, "archived": 0}
+        for summary in model.partitions:
+            topic = "" if summary.topic == str(summary.topic_id) else summary.topic
+            counts = per_partition.setdefault((topic, str(summary.partition)), [0, 0])
+            counts[0] += summary.in_flight
+            counts[1] += summary.in_flight_batches
+            totals["in_flight"] += summary.in_flight
+            totals["archived"] += summary.archived
+        for key, (in_flight, batch_count) in sorted(per_partition.items()):
+            messages.add_metric(list(key), in_flight)
+            batches.add_metric(list(key), batch_count)
+        for state, value in totals.items():
+            per_state.add_metric([state], value)
         yield messages
         yield batches
-        yield per_group
+        yield per_state

@@ -7,13 +7,16 @@ then releases the member's acquired records), any other epoch must be the sessio
 (wrapping from 2^31-1 to 1) after adding the request's partitions and dropping its forgotten ones. ShareAcknowledge
 may not open a session; with -1 it leaves the epoch alone. Errors are Kafka's: SHARE_SESSION_NOT_FOUND (122),
 INVALID_SHARE_SESSION_EPOCH (123), SHARE_SESSION_LIMIT_REACHED (133, `group.share.max.share.sessions`), INVALID_REQUEST.
-A closed connection ends the session opened on it (`on_disconnect`). Sans-IO; not thread-safe (one owner).
+A closed connection ends every session opened on it (`on_disconnect`; a client may open several, for several
+members, on one connection). When the cache is full, the session idle longest is evicted to make room if it was
+idle for `eviction_ms` (Kafka's share session cache eviction, 120 s as its fetch sessions' minimum); the caller
+releases the evicted member's records. Sans-IO (time from `clock_ms`); not thread-safe (one owner).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from minikafka.broker.share.share_types import INVALID_REQUEST
@@ -37,6 +40,9 @@ SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
 SHARE_SESSION_LIMIT_REACHED = 133
 _MAX_EPOCH = 2**31 - 1
+#: how long a share session must have been idle before a new one may evict it (Kafka's
+#: MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS)
+SESSION_EVICTION_MS = 120_000
 
 TopicIdPartition = tuple[bytes, int]
 
@@ -60,6 +66,7 @@ class ShareSession:
     connection_id: str
     epoch: int
     partitions: dict[TopicIdPartition, None] = field(default_factory=dict)  # insertion-ordered set
+    last_used_ms: int = 0
 
 
 class ContextKind(enum.Enum):
@@ -74,15 +81,19 @@ class ShareFetchContext:
     partitions: tuple[TopicIdPartition, ...]  # what to fetch: the session's partitions after this request
     added: tuple[TopicIdPartition, ...] = ()
     removed: tuple[TopicIdPartition, ...] = ()
+    evicted: tuple[ShareSession, ...] = ()  # idle sessions evicted to make room: their records go back
 
 
 class ShareSessionCache:
     """Every share session of the broker. See the module docstring."""
 
-    def __init__(self, max_entries: int = 2000) -> None:  # group.share.max.share.sessions
-        self.max_entries = max_entries
-        self._sessions: dict[tuple[str, str], ShareSession] = {}
-        self._by_connection: dict[str, tuple[str, str]] = {}
+    def __init__(self, max_entries: int = 2000, *, eviction_ms: int = SESSION_EVICTION_MS,
+                 clock_ms: Callable[[], int] = lambda: 0) -> None:
+        self.max_entries = max_entries  # group.share.max.share.sessions
+        self.eviction_ms = eviction_ms
+        self._clock_ms = clock_ms
+        self._sessions: dict[tuple[str, str], ShareSession] = {}  # least recently used first
+        self._by_connection: dict[str, dict[tuple[str, str], None]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -115,12 +126,16 @@ class ShareSessionCache:
             if acknowledgements_present:
                 raise ShareSessionError(INVALID_REQUEST, "Acknowledge data present on initial epoch")
             self.remove(group_id, member_id)
+            now_ms = self._clock_ms()
+            evicted = self._evict_idle(now_ms)
             if len(self._sessions) >= self.max_entries:
                 raise ShareSessionError(SHARE_SESSION_LIMIT_REACHED, "The limit of share sessions has been reached.")
-            session = ShareSession(group_id, member_id, connection_id, next_epoch(INITIAL_EPOCH), dict.fromkeys(fetch))
+            session = ShareSession(group_id, member_id, connection_id, next_epoch(INITIAL_EPOCH), dict.fromkeys(fetch),
+                                   now_ms)
             self._sessions[key] = session
-            self._by_connection[connection_id] = key
-            return ShareFetchContext(ContextKind.NEW, tuple(session.partitions), added=tuple(session.partitions))
+            self._by_connection.setdefault(connection_id, {})[key] = None
+            return ShareFetchContext(ContextKind.NEW, tuple(session.partitions), added=tuple(session.partitions),
+                                     evicted=evicted)
         session = self._checked(key, epoch)
         added = [tp for tp in fetch if tp not in session.partitions]
         session.partitions.update(dict.fromkeys(added))
@@ -144,9 +159,22 @@ class ShareSessionCache:
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
         """Drop a session (the caller releases the member's acquired records on its partitions)."""
         session = self._sessions.pop((group_id, member_id), None)
-        if session is not None and self._by_connection.get(session.connection_id) == (group_id, member_id):
-            del self._by_connection[session.connection_id]
+        if session is not None:
+            opened = self._by_connection.get(session.connection_id, {})
+            opened.pop((group_id, member_id), None)
+            if not opened:
+                self._by_connection.pop(session.connection_id, None)
         return session
+
+    def _evict_idle(self, now_ms: int) -> tuple[ShareSession, ...]:
+        """At the limit: the least recently used session, if idle for `eviction_ms`, makes room."""
+        if len(self._sessions) < self.max_entries or not self._sessions:
+            return ()
+        oldest = next(iter(self._sessions.values()))
+        if now_ms - oldest.last_used_ms < self.eviction_ms:
+            return ()
+        self.remove(oldest.group_id, oldest.member_id)
+        return (oldest,)
 
     def release_session(self, group_id: str, member_id: str) -> list[TopicIdPartition]:
         """The member closed its session (epoch -1): its partitions, whose acquired records the caller releases."""
@@ -155,10 +183,10 @@ class ShareSessionCache:
             raise ShareSessionError(SHARE_SESSION_NOT_FOUND, "The share session was not found.")
         return list(session.partitions)
 
-    def on_disconnect(self, connection_id: str) -> ShareSession | None:
-        """The connection a session was opened on closed: the session ends (Kafka's member-leave listener)."""
-        key = self._by_connection.pop(connection_id, None)
-        return None if key is None else self._sessions.pop(key, None)
+    def on_disconnect(self, connection_id: str) -> list[ShareSession]:
+        """The connection sessions were opened on closed: they all end (Kafka's connection-disconnect listener)."""
+        keys = self._by_connection.pop(connection_id, {})
+        return [session for session in (self._sessions.pop(key, None) for key in keys) if session is not None]
 
     def _checked(self, key: tuple[str, str], epoch: int) -> ShareSession:
         session = self._sessions.get(key)
@@ -166,4 +194,6 @@ class ShareSessionCache:
             raise ShareSessionError(SHARE_SESSION_NOT_FOUND, "The share session was not found.")
         if session.epoch != epoch:
             raise ShareSessionError(INVALID_SHARE_SESSION_EPOCH, "The share session epoch is invalid.")
+        session.last_used_ms = self._clock_ms()
+        self._sessions[key] = self._sessions.pop(key)  # most recently used last
         return session

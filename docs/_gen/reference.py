@@ -78,6 +78,9 @@ def describe_validator(validator: Any) -> str:
     """The rule of one of `storage.config_def`'s validator factories, read from its closure; else its doc."""
     if validator is None:
         return ""
+    allowed_items = getattr(validator, "allowed", None)  # storage.config_def.ValidList
+    if allowed_items is not None:
+        return "a list of " + ", ".join(allowed_items)
     free = dict(zip(validator.__code__.co_freevars,
                     (cell.cell_contents for cell in validator.__closure__ or ()), strict=False))
     factory = validator.__qualname__.split(".<locals>")[0]
@@ -87,8 +90,6 @@ def describe_validator(validator: Any) -> str:
         return f"[{_number(free['minimum'])}, {_number(free['maximum'])}]"
     if factory == "in_set":
         return "one of " + ", ".join(free["allowed"])
-    if factory == "list_of":
-        return "a list of " + ", ".join(free["allowed"])
     doc = (validator.__doc__ or "").strip().splitlines()
     if doc:
         return doc[0]
@@ -288,12 +289,15 @@ def _options(parser: argparse.ArgumentParser) -> tuple[CliOption, ...]:
 
 
 def cli_commands() -> list[CliCommand]:
-    parser = minikafka_parser()
-    commands = []
+    """Every command, a command's own subcommands (`faults set-rtt`) right after it."""
+    return list(_commands(minikafka_parser(), ""))
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str) -> Iterator[CliCommand]:
     for name, subparser, help_text in _subcommands(parser):
         usage = " ".join(subparser.format_usage().split()).removeprefix("usage: ")
-        commands.append(CliCommand(name, help_text, usage, _options(subparser)))
-    return commands
+        yield CliCommand(prefix + name, help_text, usage, _options(subparser))
+        yield from _commands(subparser, f"{prefix}{name} ")
 
 
 class _OptionRecorder:
@@ -373,6 +377,7 @@ async def _broker_metric_families(log_dir: str) -> list[Any]:
                                       "minikafka.metrics.port": "0", "log.cleaner.enable": "false"}))
     await server.startup()
     try:
+        server.metrics.publish_loop_snapshots()  # as a scrape does first
         return list(server.metrics.registry.collect())
     finally:
         await server.shutdown()

@@ -5,8 +5,11 @@ no worker processes). The wire path is tests/integration/test_dynamic_cleaner_co
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,12 +23,14 @@ from minikafka.broker.dynamic_config import (
     DynamicBrokerConfig,
 )
 from minikafka.cleaner.log_cleaner import LogCleaner
-from minikafka.protocol.errors import InvalidRequestError
+from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_config import SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG
 from minikafka.storage.log_manager import LogManager
 
 MIB = 1024 * 1024
+#: the cluster default every broker starts with (Kafka 4.3's controller with eligible leader replicas on)
+ELR_DEFAULT = {"min.insync.replicas": "1"}
 
 
 def static_config(log_dir: Path, **props: str) -> KafkaConfig:
@@ -73,7 +78,8 @@ def test_resource_names_are_empty_or_this_node(tmp_path: Path) -> None:
 def test_layers_persist_and_apply_over_static_props_in_kafkas_precedence(tmp_path: Path) -> None:
     config = static_config(tmp_path, **{"log.cleaner.backoff.ms": "700"})
     dynamic = DynamicBrokerConfig(config)
-    for per_broker, layer in ((False, {"log.cleaner.backoff.ms": "200", "log.cleaner.threads": "2"}),
+    for per_broker, layer in ((False, {**dynamic.default_layer, "log.cleaner.backoff.ms": "200",
+                                       "log.cleaner.threads": "2"}),
                               (True, {"log.cleaner.backoff.ms": "100"})):
         new_config = dynamic.config_of(dynamic.merged_for(per_broker, layer))
         dynamic.persist(per_broker, layer)
@@ -91,7 +97,8 @@ def test_layers_persist_and_apply_over_static_props_in_kafkas_precedence(tmp_pat
                               ("log.cleaner.backoff.ms", "15000", SOURCE_DEFAULT_CONFIG)]
     assert [(e.name, e.value, e.source) for e in restarted.default_entries()] == [
         ("log.cleaner.backoff.ms", "200", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
-        ("log.cleaner.threads", "2", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        ("log.cleaner.threads", "2", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("min.insync.replicas", "1", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
     static_entry = restarted.broker_entry("num.partitions", "1", 3, "", "1")
     assert (static_entry.source, static_entry.read_only) == (SOURCE_DEFAULT_CONFIG, True)
 
@@ -99,13 +106,14 @@ def test_layers_persist_and_apply_over_static_props_in_kafkas_precedence(tmp_pat
 def test_invalid_persisted_configs_are_ignored_at_startup(tmp_path: Path) -> None:
     (tmp_path / DYNAMIC_DEFAULT_CONFIG_FILE).write_text("log.dirs=/elsewhere\nlog.cleaner.backoff.ms=5\n")
     dynamic = DynamicBrokerConfig(static_config(tmp_path))
-    assert dynamic.default_layer == {"log.cleaner.backoff.ms": "5"}, "a non-dynamic key is dropped"
+    assert dynamic.default_layer == {"log.cleaner.backoff.ms": "5", **ELR_DEFAULT}, "a non-dynamic key is dropped"
     assert dynamic.current.cleaner.backoff_ms == 5
     # 16 threads leave less than 1 MiB of the 8 MiB dedupe buffer per thread: the whole file is ignored
     (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).write_text("log.cleaner.threads=16\n")
     dynamic = DynamicBrokerConfig(static_config(tmp_path))
-    assert dynamic.default_layer == dynamic.broker_layer == {}
+    assert (dynamic.default_layer, dynamic.broker_layer) == (ELR_DEFAULT, {})
     assert dynamic.current.cleaner.threads == 1
+    assert (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).read_text() == "log.cleaner.threads=16\n", "an ignored file kept"
 
 
 @pytest.fixture
@@ -130,11 +138,11 @@ def test_alter_validates_with_the_log_cleaner_then_restarts_its_threads(admin: A
     for threads, rule in (("0", "Log cleaner threads should be at least 1"),
                           ("5", "Log cleaner threads cannot be increased to more than double the current value 2")):
         with pytest.raises(InvalidRequestError, match=f"^Invalid dynamic configuration: {rule}"):
-            asyncio.run(admin.alter_broker_config("", {"log.cleaner.threads": threads}, False))
+            asyncio.run(admin.alter_broker_config("", {**ELR_DEFAULT, "log.cleaner.threads": threads}, False))
     # 9 threads get less than 1 MiB of dedupe buffer each: Kafka's cross-key check
     with pytest.raises(InvalidRequestError, match="must be at least 1MB per cleaner thread"):
         asyncio.run(admin.alter_broker_config("", {"log.cleaner.dedupe.buffer.size": str(2 * MIB)}, False))
-    asyncio.run(admin.alter_broker_config("", {"log.cleaner.threads": "4"}, True))
+    asyncio.run(admin.alter_broker_config("", {**ELR_DEFAULT, "log.cleaner.threads": "4"}, True))
     assert len(cleaner.workers) == 2 and [w.thread for w in cleaner.workers] == old_threads, "validate_only applied"
 
     asyncio.run(admin.alter_broker_config("3", {"log.cleaner.threads": "4", "log.cleaner.backoff.ms": "20"}, False))
@@ -151,7 +159,7 @@ def test_alter_validates_with_the_log_cleaner_then_restarts_its_threads(admin: A
 def test_dynamic_message_max_bytes_is_every_topics_default(admin: AdminManager) -> None:
     asyncio.run(admin.create_topic("plain", 2, 1, {}))
     asyncio.run(admin.create_topic("overridden", 1, 1, {"max.message.bytes": "5000"}))
-    asyncio.run(admin.alter_broker_config("", {"message.max.bytes": "2000"}, False))
+    asyncio.run(admin.alter_broker_config("", {**ELR_DEFAULT, "message.max.bytes": "2000"}, False))
     log_manager = admin.log_manager
     assert [log_manager.get_log("plain", p).config.max_message_bytes for p in (0, 1)] == [2000, 2000]  # type: ignore[union-attr]
     assert log_manager.get_log("overridden", 0).config.max_message_bytes == 5000  # type: ignore[union-attr]
@@ -183,3 +191,77 @@ def test_unused_and_sensitive_keys_are_stored_reported_and_read_back(tmp_path: P
     assert all(value is None for _name, value, _source in password.synonyms)
     unset = entries["ssl.key.password"]
     assert (unset.value, unset.is_sensitive, unset.read_only) == (None, True, False)
+
+
+def test_the_cluster_default_min_insync_replicas_is_generated_and_guarded(tmp_path: Path) -> None:
+    """Kafka 4.3's controller with ELR on (maybeGenerateElrSafetyRecords): a cluster default min.insync.replicas of
+    the static value, persisted; a broker-level one found at start is removed; altering one refused."""
+    (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).write_text("min.insync.replicas=3\nlog.cleaner.backoff.ms=9\n")
+    dynamic = DynamicBrokerConfig(static_config(tmp_path, **{"min.insync.replicas": "2"}))
+    assert dynamic.default_layer == {"min.insync.replicas": "2"}
+    assert dynamic.broker_layer == {"log.cleaner.backoff.ms": "9"}
+    assert "min.insync.replicas=2" in (tmp_path / DYNAMIC_DEFAULT_CONFIG_FILE).read_text()
+    assert "min.insync.replicas" not in (tmp_path / DYNAMIC_BROKER_CONFIG_FILE).read_text()
+    assert dynamic.current.props["min.insync.replicas"] == "2"
+    with pytest.raises(InvalidConfigError, match=r"^Broker-level min\.insync\.replicas cannot be altered while ELR"):
+        dynamic.check_elr_min_insync_replicas(True, {}, ["min.insync.replicas"])
+    with pytest.raises(InvalidConfigError, match=r"^Cluster-level min\.insync\.replicas cannot be removed while ELR"):
+        dynamic.check_elr_min_insync_replicas(False, {"log.cleaner.backoff.ms": "5"}, ["log.cleaner.backoff.ms"])
+    dynamic.check_elr_min_insync_replicas(False, {"min.insync.replicas": "4"}, ["min.insync.replicas"])
+    dynamic.check_elr_min_insync_replicas(True, {"log.cleaner.backoff.ms": "5"}, ["log.cleaner.backoff.ms"])
+    # a user's value survives restarts
+    dynamic.persist(False, {"min.insync.replicas": "4"})
+    assert DynamicBrokerConfig(static_config(tmp_path)).default_layer == {"min.insync.replicas": "4"}
+
+
+def test_a_listeners_jaas_config_is_never_logged_nor_described_and_its_file_is_0600_from_the_first_byte(
+        admin: AdminManager, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's isSensitive: `sasl.jaas.config` is a PASSWORD key, under a listener prefix with or without the
+    mechanism; a key of unknown type counts as sensitive too. The file's mode is read when it is renamed into place,
+    with a umask that would leave it world-readable."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    layer = {"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+             "listener.name.sasl_ssl.sasl.jaas.config": jaas.replace("alice-secret", "other-secret"),
+             "my.plugin.token": "plugin-secret", "log.cleaner.backoff.ms": "20"}
+    renamed_modes = []
+    real_replace = os.replace
+
+    def replace(source: Any, target: Any) -> None:
+        renamed_modes.append(os.stat(source).st_mode & 0o777)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    old_umask = os.umask(0o000)
+    try:
+        with caplog.at_level(logging.INFO):
+            asyncio.run(admin.alter_broker_config("3", layer, False))
+    finally:
+        os.umask(old_umask)
+    assert renamed_modes == [0o600]
+    assert "secret" not in caplog.text
+    assert "'listener.name.sasl_plaintext.plain.sasl.jaas.config': '(redacted)'" in caplog.text
+    assert "'log.cleaner.backoff.ms': '20'" in caplog.text
+    entries = {entry.name: entry for entry in admin.describe_broker_config("3")}
+    for name in ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "listener.name.sasl_ssl.sasl.jaas.config",
+                 "my.plugin.token"):
+        assert (entries[name].value, entries[name].is_sensitive) == (None, True), name
+        assert all(value is None for _name, value, _source in entries[name].synonyms)
+    assert (entries["log.cleaner.backoff.ms"].value, entries["log.cleaner.backoff.ms"].is_sensitive) == ("20", False)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        DynamicBrokerConfig(admin.config)  # at start-up the persisted layer is logged as applied
+    assert "Applied dynamic broker configs" in caplog.text and "secret" not in caplog.text
+
+
+@pytest.mark.parametrize(("name", "sensitive"), [
+    ("sasl.jaas.config", True), ("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config", True),
+    ("listener.name.ssl.ssl.key.password", True), ("a.plugin.secret", True),
+    ("listener.name.ssl.max.connections", False), ("log.retention.hours", False), ("log.cleaner.threads", False),
+    ("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", False), ("minikafka.metrics.host", False),
+])
+def test_sensitive_is_kafkas_maybe_sensitive(name: str, sensitive: bool) -> None:
+    """PASSWORD keys and keys of unknown type are sensitive; listener- and mechanism-prefixed keys are typed as their
+    base key (Kafka's DynamicBrokerConfig.brokerConfigSynonyms)."""
+    from minikafka.broker.dynamic_config import is_sensitive
+
+    assert is_sensitive(name) is sensitive

@@ -60,9 +60,9 @@ def metadata_works(client: WireClient) -> bool:
     return bool(response.brokers)
 
 
-def produce_request(acks: int, partitions: list[int]) -> ProduceRequest:
+def produce_request(acks: int, partitions: list[int], version: int = 9) -> ProduceRequest:
     data = ProduceRequest.TopicProduceData
-    return ProduceRequest[9](transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[data(
+    return ProduceRequest[version](transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[data(
         name="t", partition_data=[data.PartitionProduceData(index=p, records=batch_of(1)) for p in partitions])])
 
 
@@ -108,6 +108,19 @@ def test_a_failed_produce_answers_every_partition_unless_acks_is_0(broker: InPro
         request.with_header(correlation_id=1, client_id="acks-0")
         client.send_bytes(bytes(request.encode(header=True, framed=True)))
         assert client.is_closed_by_peer(), "an acks=0 produce that failed must close the connection"
+
+
+@pytest.mark.parametrize("version", [10, 12])
+def test_a_failed_produce_from_v10_answers_every_partition_beside_the_tagged_node_endpoints(
+        broker: InProcessBroker, failing: set[ApiKey], version: int) -> None:
+    """From v10 the response has two arrays (`responses`, the tagged `node_endpoints` of KIP-951): the partitions
+    are still every one of the request's (they were left out, which librdkafka reads as a malformed response)."""
+    failing.add(ApiKey.PRODUCE)
+    with WireClient(broker.bootstrap) as client:
+        response = client.request(produce_request(1, [0, 1], version))
+        assert [(p.index, p.error_code) for p in response.responses[0].partition_responses] == [
+            (0, UNKNOWN_SERVER_ERROR), (1, UNKNOWN_SERVER_ERROR)]
+        assert response.node_endpoints == []
 
 
 def test_every_api_version_has_an_encodable_error_response() -> None:

@@ -57,3 +57,23 @@ def test_keys_and_partitions() -> None:
         assert default_partition(key, 2**31) == murmur & 0x7FFFFFFF
         assert default_partition(key, 7) == (murmur & 0x7FFFFFFF) % 7
     assert all(0 <= default_partition(f"k{i}".encode(), 3) < 3 for i in range(100))
+
+
+def test_a_key_scan_holds_one_batch_at_a_time_not_the_segment(tmp_path: Path) -> None:
+    """A 24 MiB segment of 64 KiB batches is scanned with well under one MiB allocated at its peak: the lookup
+    streams batches (a segment may be segment.bytes = 1 GiB)."""
+    import tracemalloc
+
+    value = b"v" * (64 * 1024)
+    with open(tmp_path / "00000000000000000000.log", "wb") as segment:
+        for offset in range(384):
+            segment.write(batch(offset, [(b"k%d" % (offset % 7), value)]))
+    tracemalloc.start()
+    try:
+        scan, shown = scan_partition_dir(tmp_path, b"k3", with_values_at=3)
+        _current, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [record.offset for record in scan.records] == list(range(3, 384, 7)) and shown == value
+    assert scan.bytes_scanned > 24 * 1024 * 1024
+    assert peak_bytes < 1024 * 1024, peak_bytes

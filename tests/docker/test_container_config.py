@@ -147,6 +147,22 @@ def test_the_compose_file_s_two_listeners() -> None:
     assert "9092:9092" in "\n".join(compose_service("minikafka"))
 
 
+def test_the_compose_file_publishes_the_admin_port_on_loopback_and_lets_prometheus_scrape() -> None:
+    """The admin port listens on every interface of the container (Prometheus reaches it as minikafka:9404), is
+    published on the host's 127.0.0.1 only, and, without credentials, answers the console and /admin/* to loopback
+    peers only (tests/integration/test_admin_http_attacks.py); Prometheus's Host header passes the Host check."""
+    from minikafka.broker.admin_guard import BrowserGuard
+
+    ports = [line.strip().strip("- \"") for line in compose_service("minikafka") if "9404" in line and '"' in line]
+    assert ports == ["127.0.0.1:9404:9404"]
+    config = KafkaConfig(container_properties(load_properties(IMAGE_PROPERTIES), {}, compose_environment("minikafka")))
+    guard = BrowserGuard.from_config(str(config["minikafka.metrics.host"]),
+                                     config["minikafka.metrics.allowed.hosts"], credentials_configured=False)
+    assert guard.host_allowed("minikafka:9404") and guard.host_allowed("localhost:9404")
+    assert not guard.host_allowed("rebind.attacker.example:9404")
+    assert config["minikafka.metrics.host"] == "0.0.0.0"
+
+
 @pytest.mark.parametrize(("env", "message"), [
     ({"KAFKA_PROCESS_ROLES": "controller"}, "must include broker"),
     ({"KAFKA_LISTENERS": "CONTROLLER://:9093", "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER"},

@@ -52,7 +52,7 @@ def post_plan(broker: BrokerProcess, query: dict[str, str], body: bytes) -> tupl
 def raw_post(broker: BrokerProcess, target: str, headers: str, body: bytes = b"") -> tuple[int, dict[str, Any]]:
     """A hand-written request (to send a Content-Length urllib would not, or none); (status, JSON reply)."""
     with socket.create_connection(("127.0.0.1", broker.metrics_port), timeout=30) as connection:
-        connection.sendall(f"POST {target} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode() + body)
+        connection.sendall(f"POST {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n".encode() + body)
         connection.shutdown(socket.SHUT_WR)
         data = b""
         while chunk := connection.recv(65536):

@@ -120,12 +120,14 @@ def test_S54_log_cleaner_threads_reconfigured_over_the_wire(broker_factory: Brok
     entry = _broker_configs(admin, node)[THREADS]
     assert (entry.value, entry.source, entry.is_read_only) == ("1", ConfigSource.STATIC_BROKER_CONFIG.value, False)
     wait_for(lambda: _worker_processes_started(broker) == {"0"}, 20, "the one cleaner thread's worker process")
-    assert _describe_default(broker) == {}, "no dynamic default yet"
+    dynamic_default = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    # the only cluster default of a fresh broker: Kafka 4.3's ELR min.insync.replicas
+    elr_default = {"min.insync.replicas": ("1", dynamic_default, False)}
+    assert _describe_default(broker) == elr_default, "no dynamic default yet"
 
     log_before = len(broker.read_log())
     assert _alter_default(broker, {THREADS: "2"}) == (ErrorCode.NONE, None)  # within 1/2x..2x of 1
-    dynamic_default = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
-    assert _describe_default(broker) == {THREADS: ("2", dynamic_default, False)}
+    assert _describe_default(broker) == {**elr_default, THREADS: ("2", dynamic_default, False)}
     entry = _broker_configs(admin, node)[THREADS]
     assert (entry.value, entry.source) == ("2", dynamic_default)
     # two fresh cleaner threads run now: each started its worker process
@@ -186,7 +188,7 @@ def test_backoff_io_rate_and_message_max_bytes_applied(broker_factory: BrokerFac
     entries = _broker_configs(admin, node)
     for name, value in (("log.cleaner.backoff.ms", "100"), ("log.cleaner.io.max.bytes.per.second", "5000000.0")):
         assert (entries[name].value, entries[name].source) == (value, ConfigSource.DYNAMIC_BROKER_CONFIG.value)
-    assert _describe_default(broker) == {}, "a per-broker config is not a cluster default"
+    assert set(_describe_default(broker)) == {"min.insync.replicas"}, "a per-broker config is not a cluster default"
     assert "log.cleaner.backoff.ms=100" in (broker.data_dir / BROKER_FILE).read_text()
     # the new threads wake every 100 ms
     wait_for(lambda: scrape(broker)[since_last_run] < 1000, 10, "a cleaner run after the change")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from minikafka.protocol.schemas import ConsumerGroupHeartbeatRequest
 from tests.broker_process import BrokerProcess
+from tests.interop.config_side import module_minikafka
 from tests.interop.tool_batch import CLIENT_METRICS_COMMAND, ToolBatch
 from tests.wire_client import WireClient
 
@@ -35,14 +35,7 @@ RESOURCE_GROUP = 32
 UNSUPPORTED_VERSION = 35
 
 
-@pytest.fixture(scope="module")
-def minikafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    broker = BrokerProcess(tmp_path_factory.mktemp("minikafka"), {"offsets.topic.num.partitions": "1"})
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+minikafka = pytest.fixture(scope="module", name="minikafka")(module_minikafka)
 
 
 def kafka_configs(tool: ToolBatch, bootstrap: str, args: list[str]) -> str:

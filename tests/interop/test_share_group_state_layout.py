@@ -124,8 +124,8 @@ def test_kafkas_share_group_state_records_decode_and_replay(apache_kafka: Any) -
 
     # Kafka's group coordinator wrote each group's ShareGroupStatePartitionMetadata (type 15 in __consumer_offsets)
     # as initializing, then initialized: minikafka replays those bytes and writes the same bytes for that state
-    from minikafka.broker.share.share_group import ShareGroup
-    from minikafka.broker.share.share_group_records import (
+    from minikafka.broker.groups.share_group import ShareGroup
+    from minikafka.broker.groups.share_group_records import (
         STATE_PARTITION_METADATA,
         replay,
         state_partition_metadata_record,

@@ -35,7 +35,10 @@ def test_defaults_match_kafka() -> None:
         ({"segment.bytes": "-5"}, "Invalid value -5 for configuration segment.bytes: Value must be at least 14"),
         ({"segment.bytes": "abc"}, "Invalid value abc for configuration segment.bytes: Not a number of type INT"),
         ({"segment.bytes": "3000000000"}, "Not a number of type INT"),
-        ({"cleanup.policy": "compact,bogus"}, "configuration cleanup.policy: String must be one of: compact, delete"),
+        ({"cleanup.policy": "compact,bogus"},
+         "Invalid value bogus for configuration cleanup.policy: String must be one of: compact, delete"),
+        ({"cleanup.policy": "delete,,compact"}, "Configuration 'cleanup.policy' values must not be empty."),
+        ({"cleanup.policy": "delete,"}, "Configuration 'cleanup.policy' values must not be empty."),
         ({"min.cleanable.dirty.ratio": "1.5"}, "min.cleanable.dirty.ratio: Value must be no more than 1"),
         ({"max.compaction.lag.ms": "0"}, "max.compaction.lag.ms: Value must be at least 1"),
         ({"preallocate": "yes"}, "Expected value to be either true or false"),
@@ -58,6 +61,17 @@ def test_parsing_rules() -> None:
     assert config.cleanup_policy == ("delete", "compact") and config.compact and config.delete
     assert config.preallocate is True and config.min_cleanable_dirty_ratio == 0.1
     assert LogConfig.from_props({"cleanup.policy": ""}).cleanup_policy == ()
+    # Kafka 4.3 drops a ValidList's duplicate items before validating
+    assert LogConfig.from_props({"cleanup.policy": "compact, delete,compact"}).cleanup_policy == ("compact", "delete")
+
+
+def test_describe_shows_a_list_override_as_parsed() -> None:
+    entries = {e.name: e for e in LogConfig.describe({"cleanup.policy": "delete,compact, delete"})}
+    policy = entries["cleanup.policy"]
+    assert (policy.value, policy.source) == ("delete,compact", 1)
+    assert policy.synonyms == [("cleanup.policy", "delete,compact", 1), ("log.cleanup.policy", "delete", 5)]
+    # a topic config without a broker synonym lists no DEFAULT_CONFIG synonym, as Kafka
+    assert entries["leader.replication.throttled.replicas"].synonyms == []
 
 
 def test_broker_synonyms_and_fallbacks() -> None:

@@ -61,11 +61,15 @@ def test_an_external_broker_from_the_command_line_skips_what_only_the_embedded_o
         pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "5") + f'''
 def test_the_fixture_is_the_external_broker(minikafka_broker):
     assert minikafka_broker.bootstrap_servers == "{external.bootstrap_servers}"
+
+def test_faults(minikafka_broker):
+    minikafka_broker.faults.set_rtt(1, 100)
 ''')
         result = pytester.runpytest_subprocess(
             "-p", "no:cacheprovider", "-rs", f"--minikafka-bootstrap={external.bootstrap_servers}")
-    result.assert_outcomes(passed=4, skipped=1)
+    result.assert_outcomes(passed=4, skipped=2)
     result.stdout.fnmatch_lines(["*restart() needs the embedded minikafka broker*"])
+    result.stdout.fnmatch_lines(["*faults needs the embedded minikafka broker*"])
 
 
 def test_a_malformed_config_option_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -127,9 +127,38 @@ def test_a_closed_connection_ends_its_session() -> None:
     open_session(cache, "m1", connection="c1")
     open_session(cache, "m2", connection="c2")
     ended = cache.on_disconnect("c1")
-    assert ended is not None and ended.member_id == "m1"
+    assert [s.member_id for s in ended] == ["m1"]
     assert cache.get("grp", "m1") is None and cache.get("grp", "m2") is not None
-    assert cache.on_disconnect("c1") is None
+    assert cache.on_disconnect("c1") == []
+
+
+def test_every_session_opened_on_a_connection_ends_with_it() -> None:
+    """Two members' sessions on one connection: closing it ends both, and frees both slots of
+    group.share.max.share.sessions (a second session used to orphan the first until a restart)."""
+    cache = ShareSessionCache(2)
+    open_session(cache, "m1", connection="c1")
+    open_session(cache, "m2", connection="c1")
+    assert sorted(s.member_id for s in cache.on_disconnect("c1")) == ["m1", "m2"]
+    assert len(cache) == 0
+    open_session(cache, "m3", connection="c2")
+    open_session(cache, "m4", connection="c2")
+
+
+def test_an_idle_session_is_evicted_when_the_cache_is_full() -> None:
+    """At the limit, the least recently used session makes room once idle for the eviction time; a used one
+    does not."""
+    now_ms = [0]
+    cache = ShareSessionCache(2, eviction_ms=120_000, clock_ms=lambda: now_ms[0])
+    open_session(cache, "m1", connection="c1")
+    open_session(cache, "m2", connection="c2")
+    now_ms[0] = 100_000
+    cache.new_context("grp", "m1", 1, (), (), acknowledgements_present=False, connection_id="c1")  # m1 is used
+    assert code(lambda: open_session(cache, "m3", connection="c3")) == SHARE_SESSION_LIMIT_REACHED
+    now_ms[0] = 120_000
+    context = open_session(cache, "m3", connection="c3")
+    assert [s.member_id for s in context.evicted] == ["m2"]
+    assert cache.get("grp", "m2") is None and cache.get("grp", "m1") is not None
+    assert cache.on_disconnect("c2") == []
 
 
 def test_next_epoch_wraps() -> None:

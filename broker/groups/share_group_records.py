@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from minikafka.broker.share.share_group import ShareGroup, ShareGroupMember, StatePartitionMetadata
+from minikafka.broker.groups.share_group import ShareGroup, ShareGroupMember, StatePartitionMetadata
 from minikafka.protocol.coordinator_record_schema import CoordinatorRecordSchema
 
 __all__ = [

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.broker.share.share_group import ShareGroup, ShareGroupError
-from minikafka.broker.share.share_group_records import (
+from minikafka.broker.groups.share_group import ShareGroup, ShareGroupError
+from minikafka.broker.groups.share_group_records import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,

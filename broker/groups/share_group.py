@@ -20,9 +20,10 @@ import enum
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from minikafka.broker.share.share_types import INVALID_REQUEST
-from minikafka.broker.share.simple_assignor import simple_assign
+from minikafka.broker.groups.simple_assignor import simple_assign
+from minikafka.protocol.errors import ErrorCode
 
 __all__ = [
     "FENCED_MEMBER_EPOCH",
@@ -128,6 +129,15 @@ class ShareGroup:
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    def copy_state(self) -> dict[str, Any]:
+        """Everything a heartbeat or a session expiry may change, for `restore_state` when its records cannot be
+        written (the coordinator writes first and keeps the change only once it is in the log)."""
+        return {name: dict(value) if isinstance(value, dict) else value for name, value in vars(self).items()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, dict(value) if isinstance(value, dict) else value)
+
     def heartbeat(
         self,
         member_id: str,
@@ -222,16 +232,16 @@ class ShareGroup:
         self, member_id: str, member_epoch: int, subscribed: Sequence[str] | None, rack_id: str | None
     ) -> None:
         if not member_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "MemberId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if not self.group_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "GroupId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if rack_id is not None and not rack_id.strip():
-            raise ShareGroupError(INVALID_REQUEST, "RackId can't be empty.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if member_epoch == 0:
             if not subscribed:
-                raise ShareGroupError(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+                raise ShareGroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
         elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-            raise ShareGroupError(INVALID_REQUEST, "MemberEpoch is invalid.")
+            raise ShareGroupError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
     def _remove(self, member_id: str, topics: TopicsImage) -> None:
         del self.members[member_id]

@@ -9,7 +9,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.broker.share.simple_assignor import simple_assign
+from minikafka.broker.groups.simple_assignor import simple_assign
 
 T1, T2, T3 = "topic-1", "topic-2", "topic-3"
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from minikafka.broker.share.share_group import (
+from minikafka.broker.groups.share_group import (
     FENCED_MEMBER_EPOCH,
     GROUP_MAX_SIZE_REACHED,
     UNKNOWN_MEMBER_ID,

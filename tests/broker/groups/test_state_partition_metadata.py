@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from minikafka.broker.share import state_partition_metadata as spm
-from minikafka.broker.share.share_group import ShareGroup, StatePartitionMetadata
-from minikafka.broker.share.share_group_records import (
+from minikafka.broker.groups import state_partition_metadata as spm
+from minikafka.broker.groups.share_group import ShareGroup, StatePartitionMetadata
+from minikafka.broker.groups.share_group_records import (
     GROUP_METADATA,
     STATE_PARTITION_METADATA,
     group_tombstones,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 
-from minikafka.broker.share.share_group import StatePartitionMetadata, TopicPartitions
+from minikafka.broker.groups.share_group import StatePartitionMetadata, TopicPartitions
 
 __all__ = [
     "EMPTY",
