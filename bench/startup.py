@@ -17,9 +17,11 @@ sent by `minikafka.testing.mini_kafka.metadata_broker_count` every 5 ms, for bot
    the child imports bench.startup (a few ms more of Kafka's number) and its log dir is formatted beforehand.
 
 minikafka runs twice: "as configured" (this environment; with PYTHONDONTWRITEBYTECODE=1, as on the project's
-machine, minikafka's own modules are compiled from source at every start because the checkout has no .pyc)
-and "with .pyc" (PYTHONPYCACHEPREFIX pointing at a warmed cache, as after `pip install`, which compiles them).
-Goals (the issue): median <= 1 s and <= 0.2x Apache Kafka's time. Prints PASS/FAIL per measure.
+machine, MiniKafka's broker keeps its bytecode under the user's cache directory, testing/mini_kafka.py
+`broker_environment`: the first start compiles minikafka from source, the next ones read the cache) and "with .pyc"
+(PYTHONPYCACHEPREFIX pointing at a warmed cache, as after `pip install`, which compiles them).
+Goals: with .pyc, median <= 0.5 s and <= 0.1x Apache Kafka's time (issue 36); as configured, <= 1 s and <= 0.2x
+(the first start-up issue). Prints PASS/FAIL per measure.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ from tests.apache_kafka import ApacheKafka, KafkaHarnessError
 from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
 POLL_INTERVAL_S = 0.005  # the same as MiniKafka's
-GOAL_MEDIAN_S = 1.0
-GOAL_RATIO = 0.2
+#: (median seconds, ratio to Apache Kafka) per mode: with .pyc files (as after `pip install`) issue 36's goal; as
+#: configured (minikafka compiled from source at every start when PYTHONDONTWRITEBYTECODE=1) the first start-up goal
+GOALS = {True: (0.5, 0.1), False: (1.0, 0.2)}
 CHILD_TIMEOUT_S = 180.0
 TOPIC = "startup-bench"
 PYCACHE_DIR = REPO_ROOT / ".cache" / "startup-pycache"
@@ -267,7 +270,7 @@ def bytecode_env(cached: bool) -> dict[str, str]:
 
 def as_configured_label() -> str:
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-        return "as configured: PYTHONDONTWRITEBYTECODE=1, minikafka compiled from source at each start"
+        return "as configured: PYTHONDONTWRITEBYTECODE=1, the broker's bytecode in the user's cache (MiniKafka)"
     return "as configured"
 
 
@@ -284,12 +287,13 @@ def environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def verdict(ours: float, theirs: float) -> str:
+def verdict(ours: float, theirs: float, cached: bool) -> str:
+    goal_s, goal_ratio = GOALS[cached]
     ratio = ours / theirs if theirs > 0 else float("nan")
-    ok = ours <= GOAL_MEDIAN_S and ratio <= GOAL_RATIO
+    ok = ours <= goal_s and ratio <= goal_ratio
     return (f"ratio {ratio:.3f}x  [{'PASS' if ok else 'FAIL'}: median {ours:.3f} s "
-            f"{'<=' if ours <= GOAL_MEDIAN_S else '>'} {GOAL_MEDIAN_S} s, ratio {'<=' if ratio <= GOAL_RATIO else '>'} "
-            f"{GOAL_RATIO}x]")
+            f"{'<=' if ours <= goal_s else '>'} {goal_s} s, ratio {'<=' if ratio <= goal_ratio else '>'} "
+            f"{goal_ratio}x]")
 
 
 def startup_results(minikafka: dict[bool, tuple[Series, Series]], apache_start: Series,
@@ -355,14 +359,15 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     if minikafka and apache_start.samples:
-        print(f"goal: median <= {GOAL_MEDIAN_S} s and <= {GOAL_RATIO}x Apache Kafka (server start alone, format "
-              f"excluded: the conservative denominator)")
+        print(f"goals: with .pyc median <= {GOALS[True][0]} s and <= {GOALS[True][1]}x Apache Kafka, as configured "
+              f"<= {GOALS[False][0]} s and <= {GOALS[False][1]}x (server start alone, format excluded: the "
+              f"conservative denominator)")
         for cached, (start, produce) in minikafka.items():
             name = "with .pyc" if cached else "as configured"
             print(f"start -> Metadata, {name:<14} {start.median:.3f} s / {apache_start.median:.3f} s  "
-                  f"{verdict(start.median, apache_start.median)}")
+                  f"{verdict(start.median, apache_start.median, cached)}")
             print(f"python -c -> ack,  {name:<14} {produce.median:.3f} s / {apache_produce.median:.3f} s  "
-                  f"{verdict(produce.median, apache_produce.median)}")
+                  f"{verdict(produce.median, apache_produce.median, cached)}")
     if not args.no_record and minikafka:
         append_results(startup_results(minikafka, apache_start, apache_produce))
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "

@@ -19,23 +19,31 @@ import json
 import logging
 import signal
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
-from minikafka.broker.admin_client import add_admin_credential_options, credentials_from_args, with_credentials
-from minikafka.broker.config import KafkaConfig, load_properties
-from minikafka.broker.erase_cli import register as register_erase
-from minikafka.broker.faults.fault_cli import register as register_faults
-from minikafka.broker.log_dir_lock import LogDirLock
-from minikafka.broker.malloc_tuning import keep_freed_memory
-from minikafka.broker.security.scram_credentials import ScramCredentialStore
-from minikafka.broker.security.scram_parser import parse_add_scram
-from minikafka.broker.server import KafkaServer
-from minikafka.broker.speedups import warn_missing_speedups
-from minikafka.broker.startup_error import StartupError
-from minikafka.protocol.errors import KafkaError
+from minikafka.broker.package_init import defer_package_init
+
+# Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
+# prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import (broker/package_init.py;
+# tests/broker/test_startup_imports.py guards the start path).
+defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client")
+
+from minikafka.broker.admin_client import (  # noqa: E402
+    add_admin_credential_options,
+    credentials_from_args,
+    with_credentials,
+)
+from minikafka.broker.config import KafkaConfig, load_properties  # noqa: E402
+from minikafka.broker.erase_cli import register as register_erase  # noqa: E402
+from minikafka.broker.faults.fault_cli import register as register_faults  # noqa: E402
+from minikafka.broker.log_dir_lock import LogDirLock  # noqa: E402
+from minikafka.broker.malloc_tuning import keep_freed_memory  # noqa: E402
+from minikafka.broker.security.scram_credentials import ScramCredentialStore  # noqa: E402
+from minikafka.broker.security.scram_parser import parse_add_scram  # noqa: E402
+from minikafka.broker.server import KafkaServer  # noqa: E402
+from minikafka.broker.speedups import warn_missing_speedups  # noqa: E402
+from minikafka.broker.startup_error import StartupError  # noqa: E402
+from minikafka.protocol.errors import KafkaError  # noqa: E402
 
 log = logging.getLogger("minikafka")
 
@@ -161,6 +169,10 @@ def compact(args: argparse.Namespace) -> int:
     if args.wait:
         query["wait"] = "true"
         query["timeout_ms"] = str(int(args.timeout * 1000))
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
     url = f"{args.admin_url.rstrip('/')}/admin/compact?{urllib.parse.urlencode(query)}"
     request = urllib.request.Request(url, data=b"", method="POST", headers=with_credentials({}, credentials))
     try:
@@ -237,6 +249,19 @@ def _exact_compaction(args: argparse.Namespace) -> int:
     return exit_code
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, with the version read only when asked (importlib.metadata would cost every `serve` start)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str = "show program's version number and exit") -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
 def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from importlib.metadata import entry_points
 
@@ -247,7 +272,7 @@ def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.Argu
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker",
                                      formatter_class=_DefaultsHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
     # Every subcommand's --help shows its defaults (the plugin commands' parsers get the same formatter).
     commands.add_parser = functools.partial(  # type: ignore[method-assign]

@@ -11,8 +11,6 @@ import argparse
 import base64
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +70,9 @@ def admin_json_request(url: str, headers: Mapping[str, str], timeout_s: float,
                        method: str = "POST") -> tuple[int, dict[str, Any]]:
     """Send one request to an `/admin/*` endpoint and return its status and JSON reply (a reply that is not JSON
     comes back as `{"error": its text}`); OSError when the port cannot be reached."""
+    import urllib.error  # here: `minikafka serve` imports this module for its parsers only (start-up time)
+    import urllib.request
+
     request = urllib.request.Request(url, data=b"" if method == "POST" else None, method=method,
                                      headers=dict(headers))
     try:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
@@ -107,12 +108,16 @@ class AdminHttpServer:
         scrape = asyncio.get_running_loop().run_in_executor(self.workers.scrape_pool, generate_latest, self._registry)
         return 200, CONTENT_TYPE_LATEST, await scrape
 
-    async def start(self) -> None:
+    async def start(self, sockets: Sequence[socket.socket] = ()) -> None:
+        """Serve on `host:port`, or on `sockets` bound and listening already (broker/admin_port.py)."""
         server = _AdminWebServer(self._handle, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
                                  max_field_size=MAX_HEADER_BYTES, max_line_size=MAX_HEADER_BYTES)
         runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
         await runner.setup()
-        await web.TCPSite(runner, self.host, self.port, reuse_address=True).start()
+        for sock in sockets:
+            await web.SockSite(runner, sock).start()
+        if not sockets:
+            await web.TCPSite(runner, self.host, self.port, reuse_address=True).start()
         self._runner = runner
         self.port = runner.addresses[0][1]
 

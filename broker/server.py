@@ -14,21 +14,17 @@ import contextlib
 import functools
 import json
 import logging
+import socket
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from minikafka.broker.admin_auth import AdminAuthenticator
-from minikafka.broker.admin_http import AdminHttpServer, RequestBody
 from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.admin_port import bind_admin_port
 from minikafka.broker.admin_workers import admin_thread, wait_for_event
-from minikafka.broker.cleaner_state import cleaner_state
-from minikafka.broker.compaction_plans import CompactionPlanUploads
 from minikafka.broker.config import KafkaConfig
-from minikafka.broker.console import Console
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
-from minikafka.broker.erasure import Erasure
-from minikafka.broker.faults.fault_routes import FaultRoutes
 from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
@@ -53,6 +49,11 @@ from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from minikafka.storage.clock import Clock, SystemClock
 from minikafka.storage.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from minikafka.broker.admin_http import AdminHttpServer, RequestBody
+    from minikafka.broker.compaction_plans import CompactionPlanUploads
+    from minikafka.broker.security.authorizer import StandardAuthorizer
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +87,9 @@ class KafkaServer:
         )
         self.metrics.register_fetch_sessions(self.fetch_manager)
         self.socket_server: SocketServer | None = None
-        self.admin_http: AdminHttpServer | None = None
-        self.compaction_plans = CompactionPlanUploads(config.log_dir, self.log_cleaner)
+        self.admin_http: AdminHttpServer | None = None  # set once it serves (see _serve_admin_http)
+        self.compaction_plans: CompactionPlanUploads | None = None
+        self._admin_http_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._running_actions: set[asyncio.Future[None]] = set()  # periodic actions in progress (threads included)
         self.group_coordinator: GroupCoordinator | None = None
@@ -149,29 +151,21 @@ class KafkaServer:
             scram_credentials=self.scram_credentials,
             quotas=self.quotas,
         )
-        # The HTTP port comes up before the Kafka listeners: a client that got a Metadata answer can scrape.
+        # The HTTP port is bound and listening before the Kafka listeners (a client that got a Metadata answer can
+        # connect to it and scrape); its server starts right after them (_serve_admin_http).
+        metrics_host = str(self.config["minikafka.metrics.host"])
         metrics_port = int(self.config["minikafka.metrics.port"])
+        admin_sockets: list[socket.socket] = []
         if metrics_port >= 0:
-            # Once security is configured, /admin/* needs a super user's or a CLUSTER-ACL holder's credentials.
-            self.admin_http = AdminHttpServer(
-                str(self.config["minikafka.metrics.host"]), metrics_port, self.metrics.registry,
-                AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
-                tuple(self.config["minikafka.metrics.allowed.hosts"]), self.metrics.publish_loop_snapshots,
-            )
-            await asyncio.to_thread(self.compaction_plans.clear)
-            self.admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
-            self.admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
-            self.admin_http.routes[("POST", "/admin/erase")] = Erasure(
-                self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
-            FaultRoutes(self.faults).register(self.admin_http.routes)
-            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator, self.faults).register(self.admin_http)
             try:
-                await self.admin_http.start()
+                admin_sockets = bind_admin_port(metrics_host, metrics_port)
             except OSError as error:
                 raise bind_error("minikafka.metrics.port", str(metrics_port), error,
                                  "choose another port (0: any free one, -1: no metrics/admin HTTP)") from None
         await self.socket_server.start(Dispatcher(ctx, self.metrics))
+        if admin_sockets:
+            self._admin_http_task = asyncio.create_task(
+                self._serve_admin_http(metrics_host, admin_sockets, authorizer), name="minikafka-admin-http")
         self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
         self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
@@ -192,9 +186,49 @@ class KafkaServer:
             "minikafka started: Kafka listeners %s, metrics %s, log dir %s",
             ", ".join(f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:"
                       f"{self.socket_server.bound_ports[ep.listener_name]}" for ep in self.config.listeners),
-            f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
+            f"http://{metrics_host}:{admin_sockets[0].getsockname()[1]}/metrics" if admin_sockets else "disabled",
             self.config.log_dir,
         )
+
+    async def _serve_admin_http(self, host: str, sockets: list[socket.socket],
+                                authorizer: StandardAuthorizer | None) -> None:
+        """Start the metrics/admin/console HTTP server on the sockets bound at start-up. Its modules (aiohttp, the
+        console: a third of the broker's import time) are imported in a worker thread while the event loop
+        already answers Kafka requests (bench/startup.py). A failure here leaves the Kafka listeners serving."""
+        try:
+            await asyncio.to_thread(_import_admin_http_modules)
+            from minikafka.broker.admin_auth import AdminAuthenticator
+            from minikafka.broker.admin_http import AdminHttpServer
+            from minikafka.broker.compaction_plans import CompactionPlanUploads
+            from minikafka.broker.console import Console
+            from minikafka.broker.erasure import Erasure
+            from minikafka.broker.faults.fault_routes import FaultRoutes
+
+            self.compaction_plans = CompactionPlanUploads(self.config.log_dir, self.log_cleaner)
+            await asyncio.to_thread(self.compaction_plans.clear)
+            # Once security is configured, /admin/* needs a super user's or a CLUSTER-ACL holder's credentials.
+            admin_http = AdminHttpServer(
+                host, sockets[0].getsockname()[1], self.metrics.registry,
+                AdminAuthenticator.for_broker(self.config, self.scram_credentials, authorizer),
+                tuple(self.config["minikafka.metrics.allowed.hosts"]), self.metrics.publish_loop_snapshots,
+            )
+            admin_http.body_routes[("POST", "/admin/compact")] = self._admin_compact
+            admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
+            admin_http.routes[("POST", "/admin/erase")] = Erasure(
+                self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
+            FaultRoutes(self.faults).register(admin_http.routes)
+            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
+                    self.share_coordinator, self.faults).register(admin_http)
+            await admin_http.start(sockets)
+            self.admin_http = admin_http
+        except asyncio.CancelledError:  # shut down before it served
+            for sock in sockets:
+                sock.close()
+            raise
+        except Exception:
+            for sock in sockets:
+                sock.close()
+            log.exception("The metrics/admin HTTP server did not start; the Kafka listeners keep serving")
 
     async def _load_coordinators(self) -> None:
         """Groups first: completing a transaction left in Prepare* may write a marker to __consumer_offsets,
@@ -318,6 +352,7 @@ class KafkaServer:
             return reply(400, {"error": "partition and timeout_ms must be integers"})
         wait = query.get("wait", ["false"])[0].lower() in ("1", "true", "yes")
         if query.get("exact", ["false"])[0].lower() in ("1", "true", "yes"):
+            assert self.compaction_plans is not None  # the route exists once _serve_admin_http made them
             return await self.compaction_plans.compact_exact(topic, partition, body, wait=wait, timeout_s=timeout_s)
         try:
             request = await admin_thread(self.log_cleaner.request_compaction, topic, partition)
@@ -331,6 +366,8 @@ class KafkaServer:
 
     async def _admin_cleaner_state(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         """`GET /admin/cleaner-state?topic=T`: cleaner checkpoints and compaction configs (broker/cleaner_state.py)."""
+        from minikafka.broker.cleaner_state import cleaner_state
+
         topic = query.get("topic", [""])[0]
         if not topic:
             return 400, "application/json", b'{"error": "missing topic parameter"}\n'
@@ -368,6 +405,9 @@ class KafkaServer:
             self.group_coordinator.shutdown()
         if self.share_coordinator is not None:
             self.share_coordinator.shutdown()
+        if self._admin_http_task is not None and not self._admin_http_task.done():
+            self._admin_http_task.cancel()
+            await asyncio.gather(self._admin_http_task, return_exceptions=True)
         if self.socket_server is not None:
             await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
         if self.admin_http is not None:
@@ -386,3 +426,14 @@ class KafkaServer:
     async def __aexit__(self, *_exc: object) -> None:
         with contextlib.suppress(Exception):
             await self.shutdown()
+
+
+def _import_admin_http_modules() -> None:
+    """Imports what `_serve_admin_http` uses (run in a worker thread; the imports below then find them loaded)."""
+    import minikafka.broker.admin_auth
+    import minikafka.broker.admin_http
+    import minikafka.broker.cleaner_state
+    import minikafka.broker.compaction_plans
+    import minikafka.broker.console
+    import minikafka.broker.erasure
+    import minikafka.broker.faults.fault_routes  # noqa: F401

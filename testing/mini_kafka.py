@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import re
 import shutil
 import signal
@@ -39,8 +40,8 @@ from types import TracebackType
 from minikafka.broker.faults.fault_client import Faults
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
 
-__all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "config_text", "free_port",
-           "metadata_broker_count"]
+__all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "broker_environment", "config_text",
+           "free_port", "metadata_broker_count"]
 
 LOOPBACK = "127.0.0.1"
 ConfigValue = str | int | float | bool
@@ -104,6 +105,20 @@ def _kill_at_exit(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()
         process.wait()
+
+
+def broker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The broker child's environment: this process's, except where it forbids writing bytecode
+    (PYTHONDONTWRITEBYTECODE, common in CI and containers) without naming a PYTHONPYCACHEPREFIX: then the broker
+    keeps its .pyc files under the user's cache directory (`$XDG_CACHE_HOME/minikafka/pycache`, else
+    `~/.cache/...`) instead of compiling minikafka from source at every start, about a second each
+    (bench/startup.py); the source tree stays free of `__pycache__`. Python checks each .pyc against its source."""
+    env = dict(os.environ if environ is None else environ)
+    if env.get("PYTHONDONTWRITEBYTECODE") and not env.get("PYTHONPYCACHEPREFIX"):
+        cache_home = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        del env["PYTHONDONTWRITEBYTECODE"]
+        env["PYTHONPYCACHEPREFIX"] = str(cache_home / "minikafka" / "pycache")
+    return env
 
 
 def config_text(value: ConfigValue) -> str:
@@ -233,7 +248,7 @@ class MiniKafka:
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
                 self.command(), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                cwd=self.data_dir,
+                cwd=self.data_dir, env=broker_environment(),
             )
         self._kill_at_exit = functools.partial(_kill_at_exit, self.process)
         atexit.register(self._kill_at_exit)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from cryptography import x509
-from cryptography.x509.oid import NameOID
+from typing import TYPE_CHECKING
 
 from minikafka.broker.session import ANONYMOUS, KafkaPrincipal
 from minikafka.protocol.errors import InvalidConfigError
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 DEFAULT_SSL_PRINCIPAL_MAPPING_RULES = "DEFAULT"
 
@@ -27,17 +28,19 @@ _RULE_SPLITTER = re.compile(r"\s*(" + _RULE_PATTERN + r")\s*(,\s*|$)")
 _RULE_PARSER = re.compile(_RULE_PATTERN)
 _BACK_REFERENCE = re.compile(r"\$(\d+)")
 
-#: The attribute keywords Java's RFC 2253 output uses; any other attribute is printed as OID=#<DER hex>.
+#: The attribute keywords Java's RFC 2253 output uses, by dotted OID (cryptography's NameOID: COMMON_NAME, ...; the
+#: strings keep cryptography off the start path of a broker without SSL listeners); any other attribute is printed
+#: as OID=#<DER hex>.
 _RFC2253_KEYWORDS = {
-    NameOID.COMMON_NAME: "CN",
-    NameOID.COUNTRY_NAME: "C",
-    NameOID.LOCALITY_NAME: "L",
-    NameOID.STATE_OR_PROVINCE_NAME: "ST",
-    NameOID.ORGANIZATION_NAME: "O",
-    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU",
-    NameOID.DOMAIN_COMPONENT: "DC",
-    NameOID.STREET_ADDRESS: "STREET",
-    NameOID.USER_ID: "UID",
+    "2.5.4.3": "CN",
+    "2.5.4.6": "C",
+    "2.5.4.7": "L",
+    "2.5.4.8": "ST",
+    "2.5.4.10": "O",
+    "2.5.4.11": "OU",
+    "0.9.2342.19200300.100.1.25": "DC",
+    "2.5.4.9": "STREET",
+    "0.9.2342.19200300.100.1.1": "UID",
 }
 #: ASN.1 string tags and how their bytes are encoded (for the #hex form of other attributes).
 _STRING_ENCODINGS = {12: "utf-8", 19: "ascii", 20: "latin-1", 22: "ascii", 26: "ascii", 28: "utf-32-be",
@@ -168,6 +171,8 @@ def _python_replacement(replacement: str, group_count: int) -> str:
 
 def certificate_subject(certificate_der: bytes) -> str:
     """The certificate's subject as Java's X500Principal.getName() prints it (RFC 2253)."""
+    from cryptography import x509  # on the first mTLS handshake: not on the start path
+
     subject = x509.load_der_x509_certificate(certificate_der).subject
     return ",".join(
         "+".join(_attribute_text(attribute) for attribute in rdn) for rdn in reversed(subject.rdns)
@@ -175,7 +180,7 @@ def certificate_subject(certificate_der: bytes) -> str:
 
 
 def _attribute_text(attribute: x509.NameAttribute[str | bytes]) -> str:
-    keyword = _RFC2253_KEYWORDS.get(attribute.oid)
+    keyword = _RFC2253_KEYWORDS.get(attribute.oid.dotted_string)
     value = attribute.value
     if keyword is not None and isinstance(value, str):
         return f"{keyword}={_escape(value)}"

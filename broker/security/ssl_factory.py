@@ -16,6 +16,7 @@ config error. Python cannot choose among TLS 1.3 suites (OpenSSL's TLS 1.3 defau
 suite is listed); a list without TLS 1.3 suites turns TLS 1.3 off, one with only TLS 1.3 suites turns TLS 1.2
 off, as Java's engine then negotiates. `ssl.protocol` is checked but, as for Java's server engines, only
 `ssl.enabled.protocols` decides. Immutable values; building a context is synchronous file I/O (startup only).
+cryptography is imported by the functions that read stores: a broker without SSL listeners never loads it.
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
+from typing import TYPE_CHECKING, Any
 
 from minikafka.broker.listeners import listener_props
 from minikafka.broker.security.principal_mapping import SslPrincipalMapper, parse_mapping_rules
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, in_set
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +225,8 @@ class SslConfig:
 
 def create_server_context(config: SslConfig) -> ssl.SSLContext:
     """The listener's SSLContext: key store, trust store, client auth, versions, cipher suites."""
+    from cryptography.hazmat.primitives import serialization
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = sorted(_TLS_VERSIONS[name] for name in config.enabled_protocols)
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
@@ -273,6 +275,8 @@ PrivateKey = Any  # cryptography's PrivateKeyTypes
 
 
 def _load_keystore(config: SslConfig) -> tuple[PrivateKey, list[x509.Certificate]]:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     if config.keystore_key is not None:
         assert config.keystore_certificate_chain is not None
         return _pem_key_and_chain("ssl.keystore.key", config.keystore_key.encode(),
@@ -298,6 +302,9 @@ def _load_keystore(config: SslConfig) -> tuple[PrivateKey, list[x509.Certificate
 
 def _pem_key_and_chain(key: str, key_pem: bytes, chain_pem: bytes,
                        key_password: str | None) -> tuple[PrivateKey, list[x509.Certificate]]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     keys = [match.group(0) for match in _PRIVATE_KEY_PEM.finditer(key_pem)]
     if len(keys) != 1:
         raise _invalid(key, "[hidden]", "Private key not provided" if not keys
@@ -315,6 +322,8 @@ def _pem_key_and_chain(key: str, key_pem: bytes, chain_pem: bytes,
 
 def _load_cert_chain(context: ssl.SSLContext, private_key: PrivateKey, chain: list[x509.Certificate]) -> None:
     """Hand key and chain to OpenSSL, the key encrypted with a one-time password (see the module docstring)."""
+    from cryptography.hazmat.primitives import serialization
+
     one_time_password = secrets.token_bytes(32).hex().encode()
     pem = private_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -346,6 +355,8 @@ def _unnamed_file(data: bytes) -> Iterator[str]:
 
 
 def _load_truststore(config: SslConfig) -> list[x509.Certificate]:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     if config.truststore_certificates is not None:
         return _pem_certificates("ssl.truststore.certificates", "[hidden]", config.truststore_certificates.encode())
     if config.truststore_location is None:
@@ -367,6 +378,8 @@ def _load_truststore(config: SslConfig) -> list[x509.Certificate]:
 
 
 def _pem_certificates(key: str, shown_value: str, data: bytes) -> list[x509.Certificate]:
+    from cryptography import x509
+
     certificates = [x509.load_pem_x509_certificate(match.group(0)) for match in _CERTIFICATE_PEM.finditer(data)]
     if not certificates:
         raise _invalid(key, shown_value, "No matching CERTIFICATE entries in PEM file")

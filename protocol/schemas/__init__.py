@@ -14,6 +14,7 @@ The folder also holds Kafka 4.3.1's coordinator record JSON (`ShareGroup*Key/Val
 from __future__ import annotations
 
 import sys
+import threading
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -51,113 +52,21 @@ __all__ = [
 ]
 
 
-class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
+_build_lock = threading.Lock()
 
 
-class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareFetchRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareFetchResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareAcknowledgeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareAcknowledgeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class InitializeShareGroupStateRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class InitializeShareGroupStateResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ReadShareGroupStateRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ReadShareGroupStateResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class WriteShareGroupStateRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class WriteShareGroupStateResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DeleteShareGroupStateRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DeleteShareGroupStateResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ReadShareGroupStateSummaryRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ReadShareGroupStateSummaryResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
+def __getattr__(name: str) -> type[ApiMessage]:
+    """The message class `name` (one of __all__), built from its JSON at its first use: building all of them cost
+    every broker start about 40 ms (DESIGN.md "The start path's budget"), and most brokers never serve a share group.
+    The same as `class ShareFetchRequest(ApiMessage, load_json=<this package>): pass`."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    base = name.removesuffix("Request").removesuffix("Response")
+    with _build_lock:
+        # A request and its response are built together: kafka-python finds a request's response class (its
+        # header's get_response_class) among the classes built so far.
+        for pair_name in (base + "Request", base + "Response"):
+            if pair_name not in globals():
+                globals()[pair_name] = type(pair_name, (ApiMessage,), {"__module__": __name__}, load_json=_HERE)
+    cls: type[ApiMessage] = globals()[name]
+    return cls

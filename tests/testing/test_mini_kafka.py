@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from minikafka.testing import BrokerStartError, MiniKafka, UnknownConfigWarning
-from minikafka.testing.mini_kafka import metadata_broker_count
+from minikafka.testing.mini_kafka import broker_environment, metadata_broker_count
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:
@@ -126,3 +126,28 @@ def test_a_second_broker_on_the_same_data_dir_fails_with_the_lock_message_first(
                               f"lock on file .lock in {first.data_dir}. A Kafka instance in another process or thread "
                               "is using this directory; stop that broker or give this one another log.dirs")
         produce(first.bootstrap_servers, "still-served", 1)
+
+
+def test_without_bytecode_writing_the_broker_keeps_its_bytecode_in_the_users_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYTHONDONTWRITEBYTECODE would make every broker compile minikafka from source (about a second a start): the
+    broker's .pyc files go to $XDG_CACHE_HOME/minikafka/pycache, and a second start reads them."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with MiniKafka():
+        pass
+    cache = tmp_path / "cache" / "minikafka" / "pycache"
+    compiled = {path.name.split(".")[0] for path in cache.rglob("*.pyc")}
+    assert {"server", "dispatcher", "unified_log"} <= compiled
+    assert not any((Path(__file__).parents[2] / "broker").rglob("*.pyc"))  # none in the source tree
+    before = {path: path.stat().st_mtime_ns for path in cache.rglob("*.pyc")}
+    with MiniKafka():
+        pass
+    assert {path: path.stat().st_mtime_ns for path in cache.rglob("*.pyc")} == before  # read, not written again
+
+
+def test_an_environment_that_names_a_bytecode_cache_or_allows_writing_is_passed_on_unchanged() -> None:
+    assert broker_environment({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/elsewhere"}) == {
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/elsewhere"}
+    assert broker_environment({"HOME": "/home/u"}) == {"HOME": "/home/u"}

@@ -1,0 +1,133 @@
+"""What `minikafka serve` has imported when it answers its first Metadata: the start path's budget (issue 36).
+
+A real `minikafka serve` (the module `python -m minikafka.broker` runs, in a child process) is observed, not
+replaced: before `main()` runs, the child wraps the Metadata handler (and, with the admin HTTP port on,
+`SocketServer.start`) so that their first call writes `sys.modules`. The minikafka modules and the third-party
+packages in it must equal `startup_imports.txt` beside this file: a change that adds an import to the start path
+(or removes one) updates that list on purpose, in the same commit. The heavy modules the start path must never
+reach (aiohttp, the console, cryptography, kafka-python's and aiokafka's clients...) are named below as well.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from minikafka.testing.mini_kafka import LOOPBACK, free_port, metadata_broker_count
+
+ALLOW_LIST = Path(__file__).with_name("startup_imports.txt")
+
+#: never on the start path of a broker without SSL or SASL listeners (the issue's list)
+NEVER_BEFORE_SERVING = (
+    "aiohttp", "cryptography", "pyspark", "minikafka.pipeline", "minikafka.testing",
+    "minikafka.broker.admin_http", "minikafka.broker.admin_auth", "minikafka.broker.console",
+    "kafka.admin", "kafka.consumer", "kafka.producer", "kafka.net", "kafka.client_async",
+    "aiokafka.client", "aiokafka.consumer", "aiokafka.producer", "aiokafka.conn", "aiokafka.record.memory_records",
+    "prometheus_client.exposition",
+    # message classes of APIs the first requests do not use (protocol/messages.py imports them at first use)
+    "kafka.protocol.admin", "kafka.protocol.consumer.group", "kafka.protocol.producer.transaction",
+    "kafka.protocol.sasl",
+)
+
+CHILD = """\
+import json, sys
+before = set(sys.modules)  # the interpreter's and site's own (.pth files of this environment)
+from minikafka.broker import __main__ as cli  # what `python -m minikafka.broker` runs, first
+
+from minikafka.broker import dispatcher, network
+from minikafka.protocol.api_keys import ApiKey
+
+out, where, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+def snapshot():
+    with open(out, "w") as file:
+        json.dump(sorted(set(sys.modules) - before), file)
+
+if where == "metadata":
+    metadata = dispatcher.HANDLERS[ApiKey.METADATA]
+
+    async def first_metadata(ctx, event, session):
+        dispatcher.HANDLERS[ApiKey.METADATA] = metadata
+        snapshot()
+        return await metadata(ctx, event, session)
+
+    dispatcher.HANDLERS[ApiKey.METADATA] = first_metadata
+else:
+    start = network.SocketServer.start
+
+    async def listener_start(self, *args):
+        snapshot()
+        return await start(self, *args)
+
+    network.SocketServer.start = listener_start
+sys.exit(cli.main(argv))
+"""
+
+
+def start_path_modules(tmp_path: Path, where: str, metrics_port: int) -> set[str]:
+    """The modules a real `serve` imported by its first Metadata answer ("metadata") or by the moment its Kafka
+    listener starts ("listener"), beyond what the interpreter had before the broker's first import."""
+    port = free_port()
+    out = tmp_path / f"modules-{where}.json"
+    argv = ["serve", "--override", f"listeners=PLAINTEXT://{LOOPBACK}:{port}",
+            "--override", f"log.dirs={tmp_path / 'data'}", "--override", f"minikafka.metrics.port={metrics_port}"]
+    process = subprocess.Popen([sys.executable, "-c", CHILD, str(out), where, *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while process.poll() is None:
+            try:
+                metadata_broker_count(LOOPBACK, port)
+                break
+            except (OSError, ConnectionError, ValueError):
+                assert time.monotonic() < deadline, "the broker did not answer Metadata within 60 s"
+                time.sleep(0.01)
+    finally:
+        process.terminate()  # a graceful stop (SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, output.decode(errors="replace")[-3000:]
+    return set(json.loads(out.read_text()))
+
+
+def budgeted(modules: set[str]) -> set[str]:
+    """minikafka's modules by name; third-party packages by top-level name (their inner modules change with the
+    version installed); the standard library is not counted."""
+    names = {name for name in modules if name.startswith("minikafka.")}
+    for name in modules:
+        top = name.partition(".")[0]
+        if top not in ("minikafka", "cython_runtime") and top not in sys.stdlib_module_names and top[0] != "_":
+            names.add(top)
+    return names
+
+
+def allow_list() -> set[str]:
+    lines = ALLOW_LIST.read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {name for name in modules for prefix in NEVER_BEFORE_SERVING
+            if name == prefix or name.startswith(prefix + ".")}
+
+
+def test_first_metadata_answer_imports_only_the_allow_list(tmp_path: Path) -> None:
+    modules = start_path_modules(tmp_path, "metadata", metrics_port=-1)
+    assert not heavy(modules), f"imported before the first Metadata answer: {sorted(heavy(modules))}"
+    found, allowed = budgeted(modules), allow_list()
+    assert found == allowed, (
+        f"the start path changed: imported now but not in {ALLOW_LIST.name}: {sorted(found - allowed)}; "
+        f"in {ALLOW_LIST.name} but no longer imported: {sorted(allowed - found)}. If that is on purpose (and "
+        f"bench.startup still passes), update {ALLOW_LIST} in the same commit.")
+
+
+@pytest.mark.parametrize("metrics_port", [0])
+def test_admin_http_machinery_is_imported_after_the_kafka_listener_starts(tmp_path: Path, metrics_port: int) -> None:
+    """With the metrics/admin port on (the default), its server and the console come after the listener."""
+    modules = start_path_modules(tmp_path, "listener", metrics_port)
+    assert not heavy(modules), f"imported before the Kafka listener started: {sorted(heavy(modules))}"
+    assert budgeted(modules) <= allow_list()
