@@ -4,11 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
-# Source folders that install as minikafka.<folder> (pyproject.toml's package-dir).
+# Source folders that install as minikafka.<folder> (src/minikafka/<folder> links to them)
 PACKAGES := protocol storage cleaner broker testing pipeline
-# mypy cannot follow setuptools' editable import hook, so it reads the packages through a tree of symlinks
-# named the way they install (minikafka/<folder> -> <folder>).
-MYPY_PATH := $(VENV)/mypy-path
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
 HOST ?= 127.0.0.1
@@ -54,9 +51,7 @@ contracts: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(TEST_STAMP)
-	mkdir -p $(MYPY_PATH)/minikafka
-	for p in $(PACKAGES); do ln -sfn ../../../$$p $(MYPY_PATH)/minikafka/$$p; done
-	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy
+	MYPYPATH=src $(BIN)/mypy
 
 ## make docs: the site in build/site (docs/, reference pages generated from the code); any warning, e.g. a broken
 ## link or anchor, fails it. Not --quiet: MkDocs counts for --strict only the warnings it logs. The two variables

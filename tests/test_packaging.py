@@ -34,6 +34,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(REPO_ROOT / name, source / name)
     for folder in SOURCE_FOLDERS:
         shutil.copytree(REPO_ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "src", source / "src", symlinks=True)  # minikafka/<folder> -> ../../<folder>
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(source)],
