@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# Every version make run, make test, make docs, the spark extra and make test-pythons install: resolved from
+# pyproject.toml's ranges by `make lock` (uv pip compile --universal: one file for Python 3.11 to 3.13) and used as
+# constraints, so each fresh clone installs the same set. uv installs it (a wheel, pinned here; pip only bootstraps it).
+LOCK := constraints.txt
+UV_VERSION := 0.13.9
 # Source folders that install as minikafka.<folder> (src/minikafka/<folder> links to them)
 PACKAGES := protocol storage cleaner broker testing pipeline
 DATA_DIR ?= ./data
@@ -15,19 +20,24 @@ PYENV_BINS := $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versio
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-pythons lint typecheck contracts docs pytest test-container clean
+.PHONY: run test test-pythons lint typecheck contracts docs pytest test-container lock clean
 
-$(BIN)/python:
+$(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+$(TEST_STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) -e '.[test]'
 	touch $@ $(STAMP)
+
+## make lock: re-resolve constraints.txt to the newest versions pyproject.toml's ranges allow (then make test)
+lock: | $(BIN)/uv
+	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 --upgrade \
+		--custom-compile-command "make lock" --output-file $(LOCK)
 
 ## make run: start the broker on 127.0.0.1:9092, data in ./data, Prometheus metrics on :9404
 ## (make run PORT=9093 HOST=0.0.0.0 DATA_DIR=/var/lib/minikafka METRICS_PORT=9500)

@@ -84,7 +84,15 @@ def test_the_minikafka_example_runs_as_written() -> None:
     exec(compile(example, "README.md", "exec"), {})  # the README's own example
 
 
+#: fresh interpreters that run the README's Delta line (an abort at exit showed in about 1 run of 20)
+DELTA_READER_RUNS = 5
+
+
 def test_reading_a_snapshot_as_written(tmp_path: Path) -> None:
+    """The README's Delta line, in fresh interpreters, exits 0 every time. It reads through deltalake's
+    QueryBuilder (DataFusion's Rust threads). The earlier `to_pyarrow_table()` line scanned a pyarrow dataset, on
+    Arrow's C++ thread pools with a filesystem that calls back into Python, and aborted at interpreter exit
+    ("terminate called without an active exception", -6) in about 1 run of 20 on deltalake 1.3 to 1.6."""
     deltalake = pytest.importorskip("deltalake", reason="deltalake is in the [test] extra, not in make test-pythons")
     import pyarrow as pa
 
@@ -92,9 +100,10 @@ def test_reading_a_snapshot_as_written(tmp_path: Path) -> None:
     deltalake.write_deltalake(str(table), pa.table({"key": [b"c1"], "value": [b"alice"]}))
     (line,) = [line for line in README.splitlines() if line.startswith("$ python -c \"import deltalake")]
     command = shlex.split(line.removeprefix("$ ").replace("/data/customers", str(table)))
-    result = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "alice" in result.stdout
+    for run in range(DELTA_READER_RUNS):
+        result = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, (run, result.returncode, result.stderr)
+        assert result.stdout.strip() == "[{'key': b'c1', 'value': b'alice'}]", result.stdout
 
 
 def test_no_placeholder_and_no_path_outside_the_repository() -> None:
