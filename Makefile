@@ -39,7 +39,7 @@ lock: | $(BIN)/uv
 	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 --upgrade \
 		--custom-compile-command "make lock" --output-file $(LOCK)
 
-## make run: start the broker on 127.0.0.1:9092, data in ./data, Prometheus metrics on :9404
+## make run: start the broker on 127.0.0.1:9092, data in ./data, the console and Prometheus metrics on :9404
 ## (make run PORT=9093 HOST=0.0.0.0 DATA_DIR=/var/lib/minikafka METRICS_PORT=9500)
 run: $(STAMP)
 	$(BIN)/minikafka serve --config config/server.properties \

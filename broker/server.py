@@ -178,12 +178,12 @@ class KafkaServer:
         flush_interval_ms = int(self.config["log.flush.scheduler.interval.ms"])
         if flush_interval_ms < 2**62:
             self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
+        http = f"http://{self.admin_http.host}:{self.admin_http.port}" if self.admin_http else None
         log.info(
-            "minikafka started: Kafka listeners %s, metrics %s, log dir %s",
+            "minikafka started: Kafka listeners %s, console %s, metrics %s, log dir %s",
             ", ".join(f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:"
                       f"{self.socket_server.bound_ports[ep.listener_name]}" for ep in self.config.listeners),
-            f"http://{self.admin_http.host}:{self.admin_http.port}/metrics" if self.admin_http else "disabled",
-            self.config.log_dir,
+            f"{http}/" if http else "disabled", f"{http}/metrics" if http else "disabled", self.config.log_dir,
         )
 
     async def _load_coordinators(self) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,17 @@ def test_make_run_with_the_readmes_variables(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "make run did not serve on PORT"
                 time.sleep(0.05)
         assert (tmp_path / "data" / ".lock").exists()
+        console = f"http://{LOOPBACK}:{metrics_port}/"
+        with urllib.request.urlopen(console, timeout=30) as page:
+            assert b"<html" in page.read().lower()
     finally:
         os.killpg(make.pid, signal.SIGTERM)
         output = make.communicate(timeout=60)[0].decode()
     assert "minikafka shut down cleanly" in output
+    # the start-up line tells where the console is; its requests are not logged (Kafka logs no HTTP)
+    (started,) = [line for line in output.splitlines() if "minikafka started:" in line]
+    assert f"console {console}," in started and f"metrics {console}metrics," in started, started
+    assert "GET / HTTP" not in output, output
 
 
 def test_every_pip_install_names_a_path_a_wheel_or_an_index_package() -> None:
