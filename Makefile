@@ -9,18 +9,21 @@ TEST_STAMP := $(VENV)/.installed-test
 # constraints, so each fresh clone installs the same set. uv installs it (a wheel, pinned here; pip only bootstraps it).
 LOCK := constraints.txt
 UV_VERSION := 0.13.9
+LOCK_UPGRADE ?= --upgrade
 # Source folders that install as minikafka.<folder> (src/minikafka/<folder> links to them)
 PACKAGES := protocol storage cleaner broker testing pipeline
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9404
 HOST ?= 127.0.0.1
 PORT ?= 9092
+# make check's folders: those holding tests that start no process (the marker sorts the rest out)
+CHECK_TESTS := tests/protocol tests/storage tests/cleaner tests/broker tests/test_module_size.py
 # make test-pythons: the interpreters nox looks for (python3.12, python3.13) on PATH or under pyenv's versions
 PYENV_BINS := $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versions/3.13*/bin)
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-pythons lint typecheck contracts docs pytest test-container lock clean
+.PHONY: run test check test-random test-pythons lint typecheck contracts docs pytest test-container lock clean
 
 $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +37,10 @@ $(TEST_STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) -e '.[test]'
 	touch $@ $(STAMP)
 
-## make lock: re-resolve constraints.txt to the newest versions pyproject.toml's ranges allow (then make test)
+## make lock: re-resolve constraints.txt to the newest versions pyproject.toml's ranges allow (then make test);
+## `make lock LOCK_UPGRADE=` only adds what pyproject.toml newly asks for and keeps every other pin
 lock: | $(BIN)/uv
-	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 --upgrade \
+	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 $(LOCK_UPGRADE) \
 		--custom-compile-command "make lock" --output-file $(LOCK)
 
 ## make run: start the broker on 127.0.0.1:9092, data in ./data, the console and Prometheus metrics on :9404
@@ -49,6 +53,16 @@ run: $(STAMP)
 
 ## make test: lint, import contracts, type checks, the docs site, then the whole test suite
 test: lint contracts typecheck docs pytest
+
+## make check: the inner loop (under 2 minutes on 2 cores): lint, import contracts, type checks and the tests that
+## start no broker process, JVM or Spark (tests/conftest.py marks the others `process`)
+check: lint contracts typecheck
+	$(BIN)/python -m pytest -q -p no:randomly -n 2 -m "not process" $(CHECK_TESTS)
+
+## make test-random: make check's tests once in a random order (pytest-randomly; SEED=N repeats an order), to find
+## tests that depend on what ran before them
+test-random: $(TEST_STAMP)
+	$(BIN)/python -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED)) -n 2 -m "not process" $(CHECK_TESTS)
 
 ## make test-pythons: the suite without its Java and Spark parts on Python 3.12 and 3.13 (noxfile.py)
 test-pythons: $(TEST_STAMP)
