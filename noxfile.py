@@ -1,8 +1,9 @@
 """`make test-pythons`: the suite without its Java and Spark parts on the other supported Pythons (3.12, 3.13).
 
 `make test` stays on the .venv's Python (3.11). Each interpreter gets its own virtualenv under `.nox/`, reused
-between runs; it installs minikafka editable, as the .venv has it (tests/test_packaging.py builds and checks the
-wheel itself), with the `[test]` extra minus PySpark, deltalake, the linters and nox. Before the tests, the session
+between runs and made by uv (the .venv's, which `make` installs); it installs minikafka editable, as the .venv has
+it (tests/test_packaging.py builds and checks the wheel itself), with the `[test]` extra minus PySpark, deltalake,
+the linters and nox, at the versions constraints.txt pins (the lock `make lock` writes for 3.11 to 3.13). Before the tests, the session
 checks that the compiled speed-ups (aiokafka's Cython record code, uvloop) import on that Python: without them the
 broker still works but falls back to pure Python at about half the produce throughput, which the tests alone would
 not notice.
@@ -37,7 +38,10 @@ SPEEDUPS_CHECK = (
     "import sys; print('compiled speed-ups present on', sys.version.split()[0])"
 )
 
+LOCK = "constraints.txt"
+
 nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = True
 
 
@@ -52,7 +56,7 @@ def _test_requirements() -> tuple[str, list[str]]:
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     own_extras, requirements = _test_requirements()
-    session.install("-e", f".[{own_extras}]" if own_extras else ".", *requirements)
+    session.install("--constraints", LOCK, "-e", f".[{own_extras}]" if own_extras else ".", *requirements)
     session.run("python", "-c", SPEEDUPS_CHECK)
     # `nox -s tests -- tests/protocol -n 0`: other paths or pytest options in place of the whole suite
     session.run("python", "-m", "pytest", *PYTEST_ARGS, *(session.posargs or ["tests"]))

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from minikafka.broker.admin_auth import AdminAuthenticator
 
 log = logging.getLogger(__name__)
+#: aiohttp's access log (a line per request) under the broker's name, off by default: Kafka logs no HTTP. The
+#: broker-loggers resource turns it on (`kafka-configs --entity-type broker-loggers --entity-name 1 --alter
+#: --add-config minikafka.broker.admin_http.access=INFO`), for connections opened after that.
+access_log = logging.getLogger(f"{__name__}.access")
+access_log.setLevel(logging.WARNING)
 
 Route = Callable[[dict[str, list[str]]], Awaitable[tuple[int, str, bytes]]]
 MAX_HEADER_BYTES = 16 * 1024
@@ -110,7 +115,7 @@ class AdminHttpServer:
 
     async def start(self, sockets: Sequence[socket.socket] = ()) -> None:
         """Serve on `host:port`, or on `sockets` bound and listening already (broker/admin_port.py)."""
-        server = _AdminWebServer(self._handle, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
+        server = _AdminWebServer(self._handle, access_log=access_log, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
                                  max_field_size=MAX_HEADER_BYTES, max_line_size=MAX_HEADER_BYTES)
         runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
         await runner.setup()

@@ -182,12 +182,12 @@ class KafkaServer:
         flush_interval_ms = int(self.config["log.flush.scheduler.interval.ms"])
         if flush_interval_ms < 2**62:
             self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
+        http = f"http://{metrics_host}:{admin_sockets[0].getsockname()[1]}" if admin_sockets else None
         log.info(
-            "minikafka started: Kafka listeners %s, metrics %s, log dir %s",
+            "minikafka started: Kafka listeners %s, console %s, metrics %s, log dir %s",
             ", ".join(f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:"
                       f"{self.socket_server.bound_ports[ep.listener_name]}" for ep in self.config.listeners),
-            f"http://{metrics_host}:{admin_sockets[0].getsockname()[1]}/metrics" if admin_sockets else "disabled",
-            self.config.log_dir,
+            f"{http}/" if http else "disabled", f"{http}/metrics" if http else "disabled", self.config.log_dir,
         )
 
     async def _serve_admin_http(self, host: str, sockets: list[socket.socket],

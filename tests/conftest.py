@@ -8,15 +8,50 @@ import os
 # inherit the environment): broker/loop_owner.py. Set before any broker module is imported.
 os.environ.setdefault("MINIKAFKA_CHECK_LOOP_THREAD", "1")
 
+import subprocess
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from minikafka.testing import MiniKafka
 from tests.apache_kafka import SIDE_BY_SIDE_BROKER_PROPERTIES, ApacheKafka, KafkaHarnessError, ensure_kafka_jars
 from tests.broker_process import BrokerProcess
+from tests.jvm_process import JvmProcess
 
 pytest_plugins = ["pytester", "tests.disk_faults"]  # disk_fault: the storage fault-injection seam
+
+TESTS = Path(__file__).resolve().parent
+#: folders whose tests all start a broker process, a JVM, Spark or a container
+PROCESS_FOLDERS = {"integration", "interop", "pipeline", "docker", "testing"}
+#: fixtures that start one
+PROCESS_FIXTURES = {"broker", "broker_factory", "apache_kafka", "target", "target_bootstrap"}
+
+
+def _starts_processes(module: types.ModuleType) -> bool:
+    """A test module that imports `subprocess`, a broker-process or Apache Kafka harness, MiniKafka or PySpark
+    (what a test needs in order to start a process is in its module's names)."""
+    for value in vars(module).values():
+        if value is subprocess or (isinstance(value, types.ModuleType) and value.__name__.startswith("pyspark")):
+            return True
+        if isinstance(value, type) and issubclass(value, (BrokerProcess, ApacheKafka, MiniKafka, JvmProcess)):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `process` the tests that start a broker process, a JVM or Spark (`make check` leaves them out): by
+    folder, by fixture, or by what their module imports. Deterministic: the same tests every run."""
+    verdicts: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.path))
+        if path not in verdicts:
+            folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+            module = getattr(item, "module", None)
+            verdicts[path] = folder in PROCESS_FOLDERS or (module is not None and _starts_processes(module))
+        if verdicts[path] or PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.process)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(REPO_ROOT / name, source / name)
     for folder in SOURCE_FOLDERS:
         shutil.copytree(REPO_ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "src", source / "src", symlinks=True)  # minikafka/<folder> -> ../../<folder>
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(source)],
@@ -99,3 +100,25 @@ def test_a_fresh_virtualenv_imports_minikafka_from_the_wheel_and_no_bare_package
                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert script.returncode == 0 and "serve" in script.stdout, script.stderr
     assert "snapshot" in script.stdout and "audit" in script.stdout, "the pipeline's entry points were not found"
+
+
+def test_the_editable_install_is_one_path_line_and_prints_nothing(tmp_path: Path) -> None:
+    """What `make run` and `make test` install: the .pth file names src/ (the minikafka/<folder> links), and the
+    build backend has nothing to say. pip shows a backend's warnings even with --quiet; setuptools warned for an
+    editable install through an import hook and for the console's static folder missing from `packages`."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
+         "--no-deps", "--editable", str(REPO_ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert (installed.stdout, installed.stderr) == ("", "")
+    site_packages = Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip())
+    (pth,) = site_packages.glob("__editable__.minikafka-*.pth")
+    assert pth.read_text().splitlines() == [str(REPO_ROOT / "src")]

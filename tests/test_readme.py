@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,17 @@ def test_make_run_with_the_readmes_variables(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "make run did not serve on PORT"
                 time.sleep(0.05)
         assert (tmp_path / "data" / ".lock").exists()
+        console = f"http://{LOOPBACK}:{metrics_port}/"
+        with urllib.request.urlopen(console, timeout=30) as page:
+            assert b"<html" in page.read().lower()
     finally:
         os.killpg(make.pid, signal.SIGTERM)
         output = make.communicate(timeout=60)[0].decode()
     assert "minikafka shut down cleanly" in output
+    # the start-up line tells where the console is; its requests are not logged (Kafka logs no HTTP)
+    (started,) = [line for line in output.splitlines() if "minikafka started:" in line]
+    assert f"console {console}," in started and f"metrics {console}metrics," in started, started
+    assert "GET / HTTP" not in output, output
 
 
 def test_every_pip_install_names_a_path_a_wheel_or_an_index_package() -> None:
@@ -84,7 +92,15 @@ def test_the_minikafka_example_runs_as_written() -> None:
     exec(compile(example, "README.md", "exec"), {})  # the README's own example
 
 
+#: fresh interpreters that run the README's Delta line (an abort at exit showed in about 1 run of 20)
+DELTA_READER_RUNS = 5
+
+
 def test_reading_a_snapshot_as_written(tmp_path: Path) -> None:
+    """The README's Delta line, in fresh interpreters, exits 0 every time. It reads through deltalake's
+    QueryBuilder (DataFusion's Rust threads). The earlier `to_pyarrow_table()` line scanned a pyarrow dataset, on
+    Arrow's C++ thread pools with a filesystem that calls back into Python, and aborted at interpreter exit
+    ("terminate called without an active exception", -6) in about 1 run of 20 on deltalake 1.3 to 1.6."""
     deltalake = pytest.importorskip("deltalake", reason="deltalake is in the [test] extra, not in make test-pythons")
     import pyarrow as pa
 
@@ -92,9 +108,10 @@ def test_reading_a_snapshot_as_written(tmp_path: Path) -> None:
     deltalake.write_deltalake(str(table), pa.table({"key": [b"c1"], "value": [b"alice"]}))
     (line,) = [line for line in README.splitlines() if line.startswith("$ python -c \"import deltalake")]
     command = shlex.split(line.removeprefix("$ ").replace("/data/customers", str(table)))
-    result = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "alice" in result.stdout
+    for run in range(DELTA_READER_RUNS):
+        result = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, (run, result.returncode, result.stderr)
+        assert result.stdout.strip() == "[{'key': b'c1', 'value': b'alice'}]", result.stdout
 
 
 def test_no_placeholder_and_no_path_outside_the_repository() -> None:

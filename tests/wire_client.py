@@ -5,7 +5,37 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
+
+LEADER_NOT_AVAILABLE = 5
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+#: What Kafka's clients retry while a broker starts, loads a coordinator's partition (in slices, on the event loop)
+#: or elects a leader for a topic just created: an answer with one of these is "not yet", never a result.
+NOT_READY_YET = frozenset({LEADER_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+                           NOT_COORDINATOR})
+#: How long `request_until_ready` resends before it fails the test (a coordinator load on a busy 2-core machine)
+READY_TIMEOUT_S = 60.0
+
+
+def error_codes(response: Any) -> Iterator[int]:
+    """Every `error_code` field in a decoded response, at any depth (top level, per group, topic, partition)."""
+
+    def walk(value: Any) -> Iterator[int]:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "error_code" and isinstance(item, int):
+                    yield item
+                else:
+                    yield from walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                yield from walk(item)
+
+    return walk(response.to_dict())
 
 
 class WireClient:
@@ -51,6 +81,20 @@ class WireClient:
         response = cls.decode(frame, header=True)
         assert response.header.correlation_id == self._correlation_id
         return response
+
+    def request_until_ready(self, request: Any, *, retriable: frozenset[int] = NOT_READY_YET,
+                            codes: Callable[[Any], Any] = error_codes, timeout_s: float = READY_TIMEOUT_S) -> Any:
+        """`request()`, resent every 0.1 s while any of the response's error codes is one Kafka's clients retry
+        (`retriable`), up to `timeout_s`: for requests right after a start, a restart or a topic creation. Returns
+        the first answer without one, whatever its other codes (the caller asserts them); fails with the last
+        answer at the deadline. A test that expects NOT_COORDINATOR itself sends a one-shot `request()`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            response = self.request(request)
+            if not retriable.intersection(codes(response)):
+                return response
+            assert time.monotonic() < deadline, f"still not ready after {timeout_s} s: {response}"
+            time.sleep(0.1)
 
     def is_closed_by_peer(self, timeout_s: float = 5.0) -> bool:
         self.sock.settimeout(timeout_s)

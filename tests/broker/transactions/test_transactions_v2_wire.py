@@ -58,7 +58,7 @@ def end_txn(client: WireClient, txn: str, pid: int, epoch: int, commit: bool, ve
 
 
 def describe(client: WireClient, txn: str) -> tuple[str, int, int]:
-    state = client.request(DescribeTransactionsRequest[0](transactional_ids=[txn])).transaction_states[0]
+    state = client.request_until_ready(DescribeTransactionsRequest[0](transactional_ids=[txn])).transaction_states[0]
     return state.transaction_state, state.producer_id, state.producer_epoch
 
 
@@ -83,10 +83,10 @@ def test_tv2_flow_with_raw_requests(tv2_broker: BrokerProcess) -> None:
         assert produce(client, "tx2", pid, epoch, 1) == ErrorCode.NONE
         assert describe(client, "tx2") == ("Ongoing", pid, 0)
         # TxnOffsetCommit v5 (to the group's coordinator) adds the group's __consumer_offsets partition itself.
-        assert client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=["g2"])).coordinators[
+        assert client.request_until_ready(FindCoordinatorRequest[4](key_type=0, coordinator_keys=["g2"])).coordinators[
             0].error_code == ErrorCode.NONE
         topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        response = client.request(TxnOffsetCommitRequest[5](
+        response = client.request_until_ready(TxnOffsetCommitRequest[5](
             transactional_id="tx2", group_id="g2", producer_id=pid, producer_epoch=epoch, generation_id=-1,
             member_id="", group_instance_id=None,
             topics=[topic(name="t2", partitions=[topic.TxnOffsetCommitRequestPartition(
@@ -97,7 +97,7 @@ def test_tv2_flow_with_raw_requests(tv2_broker: BrokerProcess) -> None:
         assert end_txn(client, "tx2", pid, epoch, True) == (ErrorCode.NONE, pid, 1)
         assert describe(client, "tx2") == ("CompleteCommit", pid, 1)
         fetch_topic = OffsetFetchRequest.OffsetFetchRequestTopic
-        offsets = client.request(OffsetFetchRequest[7](
+        offsets = client.request_until_ready(OffsetFetchRequest[7](
             group_id="g2", topics=[fetch_topic(name="t2", partition_indexes=[0])], require_stable=True))
         assert offsets.topics[0].partitions[0].committed_offset == 2
         # The zombie at the old epoch is fenced; the producer goes on at the bumped epoch from sequence 0.

@@ -21,7 +21,7 @@ from tests.wire_client import WireClient
 
 
 def init(client: WireClient, transactional_id: str, timeout_ms: int = 60_000, version: int = 4) -> tuple[int, int, int]:
-    response = client.request(InitProducerIdRequest[version](
+    response = client.request_until_ready(InitProducerIdRequest[version](
         transactional_id=transactional_id, transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1))
     return response.error_code, response.producer_id, response.producer_epoch
 
@@ -48,7 +48,7 @@ def produce_transactional(client: WireClient, txn: str, pid: int, epoch: int, se
 
 def test_find_coordinator_for_a_transactional_id(broker: BrokerProcess) -> None:
     with WireClient(broker.bootstrap) as client:
-        response = client.request(FindCoordinatorRequest[4](key_type=1, coordinator_keys=["tx-a", "tx-b"]))
+        response = client.request_until_ready(FindCoordinatorRequest[4](key_type=1, coordinator_keys=["tx-a", "tx-b"]))
         assert [(c.key, c.error_code, c.port) for c in response.coordinators] == [
             ("tx-a", 0, broker.port), ("tx-b", 0, broker.port)]
 
@@ -94,7 +94,7 @@ def test_txn_offset_commit_is_unstable_until_the_commit(broker: BrokerProcess) -
         topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 
         def txn_commit() -> int:
-            response = client.request(TxnOffsetCommitRequest[3](
+            response = client.request_until_ready(TxnOffsetCommitRequest[3](
                 transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=epoch, generation_id=-1,
                 member_id="", group_instance_id=None,
                 topics=[topic(name="t", partitions=[topic.TxnOffsetCommitRequestPartition(
@@ -103,7 +103,7 @@ def test_txn_offset_commit_is_unstable_until_the_commit(broker: BrokerProcess) -
 
         def offset_fetch(require_stable: bool) -> tuple[int, int]:
             fetch_topic = OffsetFetchRequest.OffsetFetchRequestTopic
-            response = client.request(OffsetFetchRequest[7](
+            response = client.request_until_ready(OffsetFetchRequest[7](
                 group_id="g", topics=[fetch_topic(name="t", partition_indexes=[0])], require_stable=require_stable))
             partition = response.topics[0].partitions[0]
             return partition.error_code, partition.committed_offset
@@ -127,7 +127,7 @@ def test_describe_and_list_transactions(broker: BrokerProcess) -> None:
         _error, pid, epoch = init(client, "open", timeout_ms=30_000)
         add_partitions(client, "open", pid, epoch, {"t": [1, 0]})
         _error, idle_pid, _epoch = init(client, "idle")
-        response = client.request(DescribeTransactionsRequest[0](transactional_ids=["open", "missing"]))
+        response = client.request_until_ready(DescribeTransactionsRequest[0](transactional_ids=["open", "missing"]))
         described, missing = response.transaction_states
         assert (described.error_code, described.transaction_state, described.transaction_timeout_ms,
                 described.producer_id, described.producer_epoch) == (0, "Ongoing", 30_000, pid, epoch)
