@@ -9,6 +9,9 @@ import pytest
 
 from minikafka.testing import MiniKafka
 
+#: the inner suite's tests run in file order: a later one checks what an earlier one left (its own directory has no
+#: pyproject.toml, so the suite's `-p no:randomly` would not reach it)
+INNER_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
 INNER_SUITE = '''
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -44,13 +47,13 @@ def test_the_embedded_broker_can_restart(minikafka_broker):
 def test_embedded_broker_with_configs_from_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nminikafka_config =\n    num.partitions=3\n    log.cleaner.backoff.ms=100\n")
     pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "3"))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS)
     result.assert_outcomes(passed=4)
 
 
 def test_embedded_broker_with_configs_from_the_command_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(INNER_SUITE.replace("EXPECTED_PARTITIONS", "2"))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "num.partitions=2")
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-config", "num.partitions=2")
     result.assert_outcomes(passed=4)
 
 
@@ -66,7 +69,7 @@ def test_faults(minikafka_broker):
     minikafka_broker.faults.set_rtt(1, 100)
 ''')
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "-rs", f"--minikafka-bootstrap={external.bootstrap_servers}")
+            *INNER_OPTIONS, "-rs", f"--minikafka-bootstrap={external.bootstrap_servers}")
     result.assert_outcomes(passed=4, skipped=2)
     result.stdout.fnmatch_lines(["*restart() needs the embedded minikafka broker*"])
     result.stdout.fnmatch_lines(["*faults needs the embedded minikafka broker*"])
@@ -74,7 +77,7 @@ def test_faults(minikafka_broker):
 
 def test_a_malformed_config_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "no-equals-sign")
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-config", "no-equals-sign")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*--minikafka-config expects KEY=VALUE, got 'no-equals-sign'*"])
 
@@ -89,16 +92,16 @@ def test_the_documented_example_passes_as_written(pytester: pytest.Pytester) -> 
     (example,) = EXAMPLE.findall((REPO_ROOT / "docs" / "testing.md").read_text())
     assert EXAMPLE.findall(LANDING_PAGE.read_text()) == [example]
     pytester.makepyfile(test_orders=example)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*INNER_OPTIONS).assert_outcomes(passed=1)
 
 
 def test_an_unknown_config_option_warns_in_the_users_run_and_fails_it_when_strict(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
-    warned = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "log.cleaner.backof.ms=1")
+    warned = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-config", "log.cleaner.backof.ms=1")
     warned.assert_outcomes(passed=1, warnings=1)
     warned.stdout.fnmatch_lines(["*UnknownConfigWarning: minikafka: the broker does not know the config "
                                  "'log.cleaner.backof.ms' and ignores it*"])
-    strict = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "log.cleaner.backof.ms=1",
+    strict = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-config", "log.cleaner.backof.ms=1",
                                            "--minikafka-strict-config")
     strict.assert_outcomes(errors=1)
     strict.stdout.fnmatch_lines(["*BrokerStartError: minikafka: the broker does not know the config*"])
@@ -106,7 +109,7 @@ def test_an_unknown_config_option_warns_in_the_users_run_and_fails_it_when_stric
 
 def test_a_bad_config_value_fails_the_fixture_with_the_brokers_error_line_first(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(minikafka_broker):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--minikafka-config", "cleanup.policy=compactt")
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-config", "cleanup.policy=compactt")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*BrokerStartError: the broker exited with 2 during start-up: invalid configuration: "
                                  "Invalid value compactt for configuration log.cleanup.policy*"])
@@ -117,7 +120,7 @@ def test_the_readme_example_emits_no_deprecation_warning(pytester: pytest.Pytest
     (example,) = re.findall(r"```python\n(# test_orders\.py.*?)```", readme, re.S)
     pytester.makepyfile(test_orders=example)
     # -p no:asyncio: this suite's pytest-asyncio warns about its own unset ini option; the README's user has none
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio", "-W",
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS, "-p", "no:asyncio", "-W",
                                            "error::DeprecationWarning")
     result.assert_outcomes(passed=1)
     assert "DeprecationWarning" not in result.stdout.str()
