@@ -157,7 +157,9 @@ class _Client:
     def __init__(self, ip: str, task: asyncio.Task[None], conn: ClientConnection) -> None:
         self.ip = ip
         self.task = task
-        self.conn = conn
+        #: None once the connection's task ended: the task and its context (which holds this object) form a cycle
+        #: that only the cyclic GC frees, and the connection's buffers must not wait for it
+        self.conn: ClientConnection | None = conn
         self.last_io_s = time.monotonic()
         self.busy = False  # a request is being handled (a long-polling Fetch, a JoinGroup): never idle
         self.muted_until_s = 0.0  # KIP-219: throttled by a client quota, nothing is read before this time
@@ -203,7 +205,7 @@ def _write_held_when_due(client: _Client) -> None:
     while held and held[0][0] <= now_s:
         _due_s, frame, on_written = held.popleft()
         try:
-            if not client.conn.is_lost:
+            if client.conn is not None and not client.conn.is_lost:
                 client.conn.write_frame(frame)
         finally:
             on_written()
@@ -325,6 +327,7 @@ class SocketServer:
             log.exception("unexpected error on connection from %s; closing it", peer)
         finally:
             del self._clients[task]
+            client.conn = None
             self.quotas.release(ip)
             if session is not None:
                 for on_disconnect in self.disconnect_listeners:

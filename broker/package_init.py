@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import sys
 import threading
 from types import ModuleType
@@ -34,6 +35,9 @@ def defer_package_init(*packages: str) -> None:
         module = importlib.util.module_from_spec(spec)
         module.__dict__["__getattr__"] = _run_init_on_first_use(module)
         sys.modules[name] = module
+        # What a library's __init__ does first (kafka-python's does): without it, the package's warnings reach
+        # stderr through logging's last-resort handler in commands that configure no logging (`minikafka snapshot`).
+        logging.getLogger(name).addHandler(logging.NullHandler())
 
 
 def _run_init_on_first_use(module: ModuleType) -> object:

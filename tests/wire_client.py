@@ -82,15 +82,16 @@ class WireClient:
         assert response.header.correlation_id == self._correlation_id
         return response
 
-    def request_until_ready(self, request: Any, *, retriable: frozenset[int] = NOT_READY_YET,
-                            codes: Callable[[Any], Any] = error_codes, timeout_s: float = READY_TIMEOUT_S) -> Any:
+    def request_until_ready(self, request: Any, response_class: Any | None = None, *,
+                            retriable: frozenset[int] = NOT_READY_YET, codes: Callable[[Any], Any] = error_codes,
+                            timeout_s: float = READY_TIMEOUT_S) -> Any:
         """`request()`, resent every 0.1 s while any of the response's error codes is one Kafka's clients retry
         (`retriable`), up to `timeout_s`: for requests right after a start, a restart or a topic creation. Returns
         the first answer without one, whatever its other codes (the caller asserts them); fails with the last
         answer at the deadline. A test that expects NOT_COORDINATOR itself sends a one-shot `request()`."""
         deadline = time.monotonic() + timeout_s
         while True:
-            response = self.request(request)
+            response = self.request(request, response_class)
             if not retriable.intersection(codes(response)):
                 return response
             assert time.monotonic() < deadline, f"still not ready after {timeout_s} s: {response}"
