@@ -120,6 +120,9 @@ def _faults_table(faults: Mapping[str, Any] | None) -> str:
 
     rows = [("push_request_errors", requests(pushed), "answered " + ", ".join(pushed["errors"]))
             for pushed in faults["push_request_errors"]]
+    rows += [("push_request_errors", f"{stale['api']} requests to broker {stale['broker']} from client id "
+              f"{stale['client_id']!r}", f"answered {stale['error']} until that client's next Metadata request")
+             for stale in faults.get("stale_metadata", ())]
     rows += [("set_rtt", f"responses of broker {broker}", f"held back {rtt_ms} ms")
              for broker, rtt_ms in faults["rtt_ms"].items()]
     rows += [("disconnect_on", requests(disconnect), f"served, then the connection closes ({disconnect['count']} more)")

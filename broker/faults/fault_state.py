@@ -6,7 +6,12 @@ The faults, by the names `MiniKafka.faults`, `minikafka faults` and `/admin/faul
   ids containing `client_id`; None: any) are answered with those errors, one each, in order, without being served,
   as librdkafka's `rd_kafka_mock_push_request_errors`. The answer is the API's error response for the request's
   version, the code on every partition or resource (Kafka's AbstractRequest.getErrorResponse); `NONE` serves that
-  request as usual. Pushed again, errors queue behind those already pushed.
+  request as usual. Pushed again, errors queue behind those already pushed. An error that tells a client its
+  metadata is stale (`STALE_METADATA_ERRORS`: the leader moved) also answers that client's later requests of the
+  API through that broker, without taking another pushed error, until the client sends a Metadata request: on a
+  cluster the requests it pipelined behind the failed one would meet the same moved leader, and an idempotent
+  producer whose later batch were appended while an earlier one failed would have to bump its epoch and could
+  write that batch twice (Kafka accepts any first sequence from a producer it has no state for).
 - `set_rtt(id, ms)`: every response of broker `id` is written `ms` after it is ready; the connection goes on reading
   meanwhile (latency, not a throughput cap) and responses keep their order. 0 removes it.
 - `disconnect_on(api, count, broker, client_id)`: the next `count` such requests are served (the request takes
@@ -41,6 +46,15 @@ log = logging.getLogger(__name__)
 
 #: set_rtt's upper bound: a minute is more than any client's request.timeout.ms default
 MAX_RTT_MS = 60_000
+
+#: The errors the Java client answers by refreshing metadata (its InvalidMetadataException subclasses): pushed, they
+#: hold for that client, API and broker until its next Metadata request.
+STALE_METADATA_ERRORS = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.LISTENER_NOT_FOUND,
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+})
 
 
 @dataclass
@@ -80,6 +94,8 @@ class FaultState:
         self.broker_ids = tuple(broker_ids)
         self.brokers = {broker_id: BrokerFaults(self, broker_id) for broker_id in self.broker_ids}
         self._pushed: list[_PushedErrors] = []
+        #: (client id, broker id, API) -> the stale-metadata error that client met there, until its next Metadata
+        self._stale_metadata: dict[tuple[str, int, ApiKey], ErrorCode] = {}
         self._disconnects: list[_Disconnects] = []
         self._rtt_ms: dict[int, int] = {}
         self._blackholes: list[str] = []
@@ -120,6 +136,7 @@ class FaultState:
 
     def clear_faults(self) -> None:
         self._pushed.clear()
+        self._stale_metadata.clear()
         self._disconnects.clear()
         self._rtt_ms.clear()
         self._blackholes.clear()
@@ -134,6 +151,9 @@ class FaultState:
             "brokers": list(self.broker_ids),
             "push_request_errors": [{**pushed.requests.describe(), "errors": [code.name for code in pushed.errors]}
                                     for pushed in self._pushed],
+            "stale_metadata": [{"api": REQUEST_NAMES[api], "broker": broker_id, "client_id": client_id,
+                                "error": code.name}
+                               for (client_id, broker_id, api), code in self._stale_metadata.items()],
             "rtt_ms": {str(broker_id): rtt_ms for broker_id, rtt_ms in sorted(self._rtt_ms.items())},
             "disconnect_on": [{**disconnect.requests.describe(), "count": disconnect.remaining}
                               for disconnect in self._disconnects],
@@ -155,20 +175,33 @@ class FaultState:
         self._refresh()
 
     def _refresh(self) -> None:
-        everywhere = bool(self._pushed or self._disconnects or self._blackholes or self._held_responses)
+        everywhere = bool(self._pushed or self._stale_metadata or self._disconnects or self._blackholes
+                          or self._held_responses)
         for broker_id, hook in self.brokers.items():
             hook.active = everywhere or broker_id in self._rtt_ms
 
     # --- applying them (BrokerFaults) -----------------------------------------------------------------------
     def _next_error(self, api: ApiKey, broker_id: int, client_id: str) -> ErrorCode | None:
+        if api is ApiKey.METADATA and self._stale_metadata:
+            self._metadata_refreshed(client_id)
+        stale = self._stale_metadata.get((client_id, broker_id, api))
+        if stale is not None:
+            return stale
         for index, pushed in enumerate(self._pushed):
             if pushed.requests.matches(api, broker_id, client_id):
                 code = pushed.errors.popleft()
                 if not pushed.errors:
                     del self._pushed[index]
-                    self._refresh()
+                if code in STALE_METADATA_ERRORS:
+                    self._stale_metadata[(client_id, broker_id, api)] = code
+                self._refresh()
                 return code
         return None
+
+    def _metadata_refreshed(self, client_id: str) -> None:
+        for key in [key for key in self._stale_metadata if key[0] == client_id]:
+            del self._stale_metadata[key]
+        self._refresh()
 
     def _take_disconnect(self, api: ApiKey, broker_id: int, client_id: str) -> bool:
         for index, disconnect in enumerate(self._disconnects):

@@ -27,10 +27,6 @@ def kafka() -> Iterator[MiniKafka]:
 
 
 @pytest.mark.usefixtures("java_client")
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug (issue 39): in about half the runs the first batch of each partition is on the log twice (600 acked, "
-    "612-621 read back, the first acked offset 3-6): a retried Produce after disconnect_on was not deduplicated; "
-    "confluent-kafka and kafkajs pass the same scenario"))
 def test_the_java_idempotent_producer_delivers_exactly_once_in_order_across_produce_faults(kafka: MiniKafka) -> None:
     kafka.faults.push_request_errors("Produce", *["NOT_LEADER_OR_FOLLOWER"] * 4, client_id="producer-")
     kafka.faults.disconnect_on("Produce", count=2, client_id="producer-")

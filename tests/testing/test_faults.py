@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka.protocol.consumer.group import OffsetCommitRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from minikafka.broker.admin_client import AdminCredentials
@@ -311,12 +312,32 @@ def test_pushed_errors_apply_only_to_matching_client_ids_and_carry_the_code_on_e
                                                           timestamp=-1) for index in range(3)])])
     with WireClient(kafka.bootstrap_servers) as client:
         failed = client.request(request)
+        pipelined = client.request(request)  # sent before the client refreshed its metadata: the leader still moved
+        stale = kafka.faults.describe()["stale_metadata"]
+        client.request(MetadataRequest[12](topics=None, allow_auto_topic_creation=False,
+                                           include_topic_authorized_operations=False))
         served = client.request(request)
     assert [(p.partition_index, p.error_code) for p in failed.topics[0].partitions] == [(0, 6), (1, 6), (2, 6)]
+    assert [(p.partition_index, p.error_code) for p in pipelined.topics[0].partitions] == [(0, 6), (1, 6), (2, 6)]
+    assert stale == [{"api": "ListOffsets", "broker": 1, "client_id": "wire-test",
+                      "error": "NOT_LEADER_OR_FOLLOWER"}]
     assert [(p.partition_index, p.error_code, p.offset) for p in served.topics[0].partitions] == [
         (0, 0, 0), (1, 0, 0), (2, 0, 0)]
     assert kafka.faults.describe()["push_request_errors"] == [
         {"api": "ListOffsets", "broker": None, "client_id": "someone-else", "errors": ["NOT_COORDINATOR"]}]
+    assert kafka.faults.describe()["stale_metadata"] == []
+
+
+def test_a_pushed_non_metadata_error_answers_one_request_only(kafka: MiniKafka) -> None:
+    kafka.faults.push_request_errors("ListOffsets", "NOT_ENOUGH_REPLICAS", "UNKNOWN_SERVER_ERROR")
+    topic = new_topic(kafka)
+    data = ListOffsetsRequest.ListOffsetsTopic
+    request = ListOffsetsRequest[7](replica_id=-1, isolation_level=0, topics=[data(
+        name=topic, partitions=[data.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+    with WireClient(kafka.bootstrap_servers) as client:
+        codes = [client.request(request).topics[0].partitions[0].error_code for _ in range(3)]
+    assert codes == [19, -1, 0]
+    assert kafka.faults.describe()["stale_metadata"] == []
 
 
 @pytest.mark.parametrize(("call", "reason"), [
@@ -336,8 +357,8 @@ def test_bad_input_is_refused_with_one_line_in_python(kafka: MiniKafka, call: An
         call(kafka.faults)
     assert reason in str(refused.value)
     assert "\n" not in str(refused.value)
-    assert kafka.faults.describe() == {"brokers": [1], "push_request_errors": [], "rtt_ms": {}, "disconnect_on": [],
-                                       "blackhole": []}
+    assert kafka.faults.describe() == {"brokers": [1], "push_request_errors": [], "stale_metadata": [], "rtt_ms": {},
+                                       "disconnect_on": [], "blackhole": []}
 
 
 def minikafka(*args: str) -> subprocess.CompletedProcess[str]:
