@@ -45,7 +45,7 @@ from pathlib import Path
 
 from bench.machine import machine_description
 from bench.results_log import BenchResult, append_results, result
-from minikafka.testing.mini_kafka import LOOPBACK, MiniKafka, metadata_broker_count
+from minikafka.testing.mini_kafka import MiniKafka
 from tests.apache_kafka import ApacheKafka, KafkaHarnessError
 from tests.kafka_jars import KAFKA_VERSION, REPO_ROOT, ensure_kafka_jars, find_main_class, java_command
 
@@ -102,19 +102,7 @@ with kafka:
 class FineApacheKafka(ApacheKafka):
     """ApacheKafka that polls Metadata every 5 ms (ApacheKafka polls every 0.25 s), as MiniKafka does."""
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 120.0
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise KafkaHarnessError(f"Apache Kafka exited with {self.process.returncode} during startup")
-            try:
-                if metadata_broker_count(LOOPBACK, self.port) >= 1:
-                    return
-            except (OSError, ConnectionError, ValueError):
-                pass
-            time.sleep(POLL_INTERVAL_S)
-        raise KafkaHarnessError(f"Apache Kafka not ready on {self.bootstrap} after 120 s")
+    ready_poll_s = POLL_INTERVAL_S
 
 
 def format_kafka(kafka: ApacheKafka, lib_dir: Path) -> float:

@@ -69,6 +69,9 @@ class ApacheKafka(JvmProcess):
     Not thread-safe: start and stop it from one thread. Use as a context manager so it is always stopped.
     """
 
+    #: how often `wait_ready` asks for Metadata
+    ready_poll_s = 0.25
+
     def __init__(
         self,
         work_dir: Path,
@@ -79,12 +82,17 @@ class ApacheKafka(JvmProcess):
         lib_dir: Path | None = None,
         listeners: Mapping[str, str] | None = None,
         scram_credentials: Sequence[str] = (),
+        node_id: int = 1,
+        cluster_id: str | None = None,
     ) -> None:
         """`listeners` adds listeners beside PLAINTEXT (which the readiness check and inter-broker traffic use):
         listener name -> security protocol (`{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}`), each on a free loopback port;
         their SASL/SSL settings go in `properties` by Kafka's names. `scram_credentials` are passed to
-        `kafka-storage format --add-scram` (`'SCRAM-SHA-256=[name=admin,password=admin-secret]'`)."""
+        `kafka-storage format --add-scram` (`'SCRAM-SHA-256=[name=admin,password=admin-secret]'`). `node_id` and
+        `cluster_id` (formatted into the log dir; a new one if None) are for a node of `ApacheKafkaCluster`."""
         self.work_dir = Path(work_dir)
+        self.node_id = node_id
+        self.cluster_id = cluster_id or _kafka_uuid()
         self.fixed_port = port is not None
         self.port = port if port is not None else free_port()
         self.controller_port = free_port()
@@ -113,8 +121,8 @@ class ApacheKafka(JvmProcess):
         protocols = ",".join(f"{name}:{protocol}" for name, protocol in self.extra_listeners.items())
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{self.node_id}@{LOOPBACK}:{self.controller_port}",
             "listeners": ",".join([f"PLAINTEXT://{LOOPBACK}:{self.port}", *extra,
                                    f"CONTROLLER://{LOOPBACK}:{self.controller_port}"]),
             "advertised.listeners": ",".join([f"PLAINTEXT://{LOOPBACK}:{self.port}", *extra]),
@@ -154,6 +162,17 @@ class ApacheKafka(JvmProcess):
         raise AssertionError("unreachable")
 
     def _start_once(self) -> ApacheKafka:
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def launch(self) -> None:
+        """Format the log dir if new and start the JVM, without waiting for it to serve (a cluster's nodes must all
+        be up before any of them does)."""
         lib_dir = self.lib_dir = self.lib_dir or ensure_kafka_jars()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "server.properties"
@@ -162,7 +181,7 @@ class ApacheKafka(JvmProcess):
         log4j.write_text(SERVER_LOG4J2.format(log_file=self.server_log))
         if not (self.log_dir / "meta.properties").exists():
             tool = find_main_class(lib_dir, "kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool")
-            fmt_args = ["format", f"--cluster-id={_kafka_uuid()}", "-c", str(config)]
+            fmt_args = ["format", f"--cluster-id={self.cluster_id}", "-c", str(config)]
             for credential in self.scram_credentials:
                 fmt_args += ["--add-scram", credential]
             fmt = java_command(lib_dir, tool, fmt_args, heap="256m")
@@ -176,14 +195,9 @@ class ApacheKafka(JvmProcess):
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_ready(self) -> None:
+    def wait_ready(self, brokers: int = 1) -> None:
+        """Until this node answers Metadata listing at least `brokers` brokers (START_TIMEOUT_S at most)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -193,11 +207,11 @@ class ApacheKafka(JvmProcess):
                 error = _PortTakenError if "Address already in use" in whole_log else KafkaHarnessError
                 raise error(f"Apache Kafka exited with {self.process.returncode} during startup:\n{self._log_tail()}")
             try:
-                if metadata_broker_count(LOOPBACK, self.port) >= 1:
+                if metadata_broker_count(LOOPBACK, self.port) >= brokers:
                     return
             except (OSError, struct.error, ConnectionError) as exc:
                 last_error = exc
-            time.sleep(0.25)
+            time.sleep(self.ready_poll_s)
         raise KafkaHarnessError(
             f"Apache Kafka not ready on {self.bootstrap} after {START_TIMEOUT_S}s ({last_error}):\n"
             + self._log_tail()
