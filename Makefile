@@ -47,8 +47,8 @@ $(TEST_STAMP): pyproject.toml $(LOCK) $(BUILD_LOCK) | $(BIN)/uv
 lock: | $(BIN)/uv
 	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 $(LOCK_UPGRADE) \
 		--custom-compile-command "make lock" --output-file $(LOCK)
-	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
-		| $(BIN)/uv pip compile --quiet - --universal --python-version 3.11 $(LOCK_UPGRADE) \
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], \
+		sep="\n")' | $(BIN)/uv pip compile --quiet - --universal --python-version 3.11 $(LOCK_UPGRADE) \
 		--custom-compile-command "make lock" --output-file $(BUILD_LOCK)
 
 ## make run: start the broker on 127.0.0.1:9092, data in ./data, the console and Prometheus metrics on :9404
