@@ -8,6 +8,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # pyproject.toml's ranges by `make lock` (uv pip compile --universal: one file for Python 3.11 to 3.13) and used as
 # constraints, so each fresh clone installs the same set. uv installs it (a wheel, pinned here; pip only bootstraps it).
 LOCK := constraints.txt
+# The build backend pyproject.toml's [build-system] asks for (setuptools), pinned by `make lock` too: uv builds the
+# editable install in an isolated environment, which would otherwise take the newest setuptools of the day.
+BUILD_LOCK := build-constraints.txt
 UV_VERSION := 0.13.9
 LOCK_UPGRADE ?= --upgrade
 # Source folders that install as minikafka.<folder> (src/minikafka/<folder> links to them)
@@ -29,19 +32,24 @@ $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) -e .
+$(STAMP): pyproject.toml $(LOCK) $(BUILD_LOCK) | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) --build-constraints $(BUILD_LOCK) -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) -e '.[test]'
+$(TEST_STAMP): pyproject.toml $(LOCK) $(BUILD_LOCK) | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraints $(LOCK) --build-constraints $(BUILD_LOCK) \
+		-e '.[test]'
 	touch $@ $(STAMP)
 
-## make lock: re-resolve constraints.txt to the newest versions pyproject.toml's ranges allow (then make test);
-## `make lock LOCK_UPGRADE=` only adds what pyproject.toml newly asks for and keeps every other pin
+## make lock: re-resolve constraints.txt and build-constraints.txt (the [build-system] requirements) to the newest
+## versions pyproject.toml's ranges allow (then make test); `make lock LOCK_UPGRADE=` only adds what pyproject.toml
+## newly asks for and keeps every other pin
 lock: | $(BIN)/uv
 	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --universal --python-version 3.11 $(LOCK_UPGRADE) \
 		--custom-compile-command "make lock" --output-file $(LOCK)
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], \
+		sep="\n")' | $(BIN)/uv pip compile --quiet - --universal --python-version 3.11 $(LOCK_UPGRADE) \
+		--custom-compile-command "make lock" --output-file $(BUILD_LOCK)
 
 ## make run: start the broker on 127.0.0.1:9092, data in ./data, the console and Prometheus metrics on :9404
 ## (make run PORT=9093 HOST=0.0.0.0 DATA_DIR=/var/lib/minikafka METRICS_PORT=9500)

@@ -3,10 +3,10 @@
 `make test` stays on the .venv's Python (3.11). Each interpreter gets its own virtualenv under `.nox/`, reused
 between runs and made by uv (the .venv's, which `make` installs); it installs minikafka editable, as the .venv has
 it (tests/test_packaging.py builds and checks the wheel itself), with the `[test]` extra minus PySpark, deltalake,
-the linters and nox, at the versions constraints.txt pins (the lock `make lock` writes for 3.11 to 3.13). Before the tests, the session
-checks that the compiled speed-ups (aiokafka's Cython record code, uvloop) import on that Python: without them the
-broker still works but falls back to pure Python at about half the produce throughput, which the tests alone would
-not notice.
+the linters and nox, at the versions constraints.txt pins (the lock `make lock` writes for 3.11 to 3.13), built
+with the setuptools build-constraints.txt pins. Before the tests, the session checks that the compiled speed-ups
+(aiokafka's Cython record code, uvloop) import on that Python: without them the broker still works but falls back
+to pure Python at about half the produce throughput, which the tests alone would not notice.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ SPEEDUPS_CHECK = (
 )
 
 LOCK = "constraints.txt"
+#: the pinned build backend (setuptools) for the editable install's isolated build, written by `make lock` as well
+BUILD_LOCK = "build-constraints.txt"
 
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -56,7 +58,8 @@ def _test_requirements() -> tuple[str, list[str]]:
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     own_extras, requirements = _test_requirements()
-    session.install("--constraints", LOCK, "-e", f".[{own_extras}]" if own_extras else ".", *requirements)
+    session.install("--constraints", LOCK, "-e", f".[{own_extras}]" if own_extras else ".", *requirements,
+                    env={"UV_BUILD_CONSTRAINT": BUILD_LOCK, "PIP_BUILD_CONSTRAINT": BUILD_LOCK})
     session.run("python", "-c", SPEEDUPS_CHECK)
     # `nox -s tests -- tests/protocol -n 0`: other paths or pytest options in place of the whole suite
     session.run("python", "-m", "pytest", *PYTEST_ARGS, *(session.posargs or ["tests"]))

@@ -3,7 +3,9 @@ comparison in tests/interop/test_authorization_comparison.py), each returning wh
 codes, and the names, ids, offsets, assignments and record bytes that came with them.
 
 Every helper takes a `WireClient` (or `SaslWireClient`) and is a plain function of the broker's answer, so the
-same call against Apache Kafka and minikafka yields comparable values."""
+same call against Apache Kafka and minikafka yields comparable values. The group requests are resent while the
+group coordinator loads (`WireClient.request_until_ready`): the first of a module's tests meets a fresh
+`__consumer_offsets`."""
 
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ def heartbeat(client: WireClient, group: str, member_id: str, *, epoch: int = 0,
     """ConsumerGroupHeartbeat v1: a join (epoch 0) or a heartbeat carrying nothing new."""
     cls = REQUEST_CLASSES[ApiKey.CONSUMER_GROUP_HEARTBEAT][1]
     joining = epoch == 0
-    return client.request(cls(
+    return client.request_until_ready(cls(
         group_id=group, member_id=member_id, member_epoch=epoch, instance_id=None, rack_id=None,
         rebalance_timeout_ms=30_000 if joining else -1, subscribed_topic_names=names if joining else None,
         subscribed_topic_regex=regex if joining else None, server_assignor=None,
@@ -80,7 +82,7 @@ def assigned(response: Any) -> dict[uuid.UUID, list[int]] | None:
 
 def group_describe(client: WireClient, groups: list[str], operations: bool = False) -> Any:
     cls = REQUEST_CLASSES[ApiKey.CONSUMER_GROUP_DESCRIBE][1]
-    return client.request(cls(group_ids=groups, include_authorized_operations=operations))
+    return client.request_until_ready(cls(group_ids=groups, include_authorized_operations=operations))
 
 
 def revealed_group_describe(response: Any) -> list[tuple[Any, ...]]:
@@ -94,7 +96,8 @@ def revealed_group_describe(response: Any) -> list[tuple[Any, ...]]:
 
 
 def describe_groups(client: WireClient, groups: list[str], operations: bool = True) -> list[tuple[Any, ...]]:
-    response = client.request(DescribeGroupsRequest[5](groups=groups, include_authorized_operations=operations))
+    response = client.request_until_ready(DescribeGroupsRequest[5](groups=groups,
+                                                                   include_authorized_operations=operations))
     return sorted((g.group_id, g.error_code, g.group_state, sorted(bits(g.authorized_operations) or []))
                   for g in response.groups)
 
@@ -120,6 +123,6 @@ def offset_fetch(client: WireClient, group: str, topics: list[str], version: int
                               "topics": [topic_cls(name=name, partition_indexes=[0]) for name in topics]}
     if version >= 7:
         fields["require_stable"] = False
-    response = client.request(OffsetFetchRequest[version](**fields))
+    response = client.request_until_ready(OffsetFetchRequest[version](**fields))
     partitions = sorted((t.name, p.error_code, p.committed_offset) for t in response.topics for p in t.partitions)
     return [("group", getattr(response, "error_code", 0)), *partitions]

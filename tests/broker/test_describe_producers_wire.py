@@ -46,7 +46,7 @@ def produce_batch(client: WireClient, topic: str, partition: int, pid: int, epoc
 def test_idempotent_producer_is_listed_and_bad_partitions_get_their_own_errors(broker: BrokerProcess) -> None:
     with WireClient(broker.bootstrap) as client:
         create_topic(client, "p", partitions=2)
-        init_response = client.request(InitProducerIdRequest[4](
+        init_response = client.request_until_ready(InitProducerIdRequest[4](
             transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
         pid, epoch = init_response.producer_id, init_response.producer_epoch
         produce_batch(client, "p", 0, pid, epoch, sequence=0, count=3)

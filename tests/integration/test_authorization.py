@@ -50,8 +50,8 @@ def produce_confluent(bootstrap: str, topic: str, config: dict[str, Any] | None 
 def init_idempotent_producer(bootstrap: str) -> int:
     """InitProducerId without a transactional id (what an idempotent producer sends first); its error code."""
     with WireClient(bootstrap) as client:
-        response = client.request(InitProducerIdRequest[4](transactional_id=None, transaction_timeout_ms=60000,
-                                                           producer_id=-1, producer_epoch=-1))
+        response = client.request_until_ready(InitProducerIdRequest[4](
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
         code: int = response.error_code
         return code
 

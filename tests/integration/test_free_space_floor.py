@@ -39,14 +39,15 @@ def produce(bootstrap: str, count: int, start: int) -> tuple[list[int], list[Kaf
     return acked, errors
 
 
-def commit(bootstrap: str, offset: int) -> int:
+def commit(bootstrap: str, offset: int, *, until_ready: bool = False) -> int:
+    """A simple commit's error code; `until_ready`: resent while the group coordinator loads (the first one)."""
     cls = OffsetCommitRequest[8]
     partition = cls.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
         partition_index=0, committed_offset=offset, committed_leader_epoch=-1, committed_metadata="")
+    request = cls(group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                  topics=[cls.OffsetCommitRequestTopic(name=TOPIC, partitions=[partition])])
     with WireClient(bootstrap) as client:
-        response = client.request(cls(group_id="g", generation_id_or_member_epoch=-1, member_id="",
-                                      group_instance_id=None,
-                                      topics=[cls.OffsetCommitRequestTopic(name=TOPIC, partitions=[partition])]))
+        response = client.request_until_ready(request) if until_ready else client.request(request)
     return int(response.topics[0].partitions[0].error_code)
 
 
@@ -57,7 +58,7 @@ def test_client_appends_stop_at_the_floor_and_resume_once_space_is_back(small_lo
     try:
         bootstrap = kafka.bootstrap_servers
         create_topic(bootstrap, TOPIC, 1)
-        assert commit(bootstrap, 0) == 0  # __consumer_offsets exists before the disk gets tight
+        assert commit(bootstrap, 0, until_ready=True) == 0  # __consumer_offsets exists before the disk gets tight
         ballast = small_log_dir / "ballast"
         fill_up(ballast, leave_bytes=FLOOR_BYTES + HEADROOM_BYTES)
 

@@ -8,7 +8,6 @@ it depends on timing or on which broker answers, so the lists of Apache Kafka an
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kafka.net.sasl.scram import ScramClient
@@ -214,19 +213,16 @@ def _describe_acls(client: WireClient) -> int:
     return code
 
 
-def warm_up_coordinators(client: WireClient, timeout_s: float = 60.0) -> None:
+def warm_up_coordinators(client: WireClient) -> None:
     """As a super user, wait until the group and transaction coordinators answer (Kafka creates and loads
     __consumer_offsets and __transaction_state on first use), so the scenario's codes do not depend on timing."""
-    deadline = time.monotonic() + timeout_s
-    pending = {"group": lambda: _find_coordinator(client, "warm-up", 0),
-               "transaction": lambda: _find_coordinator(client, "warm-up", 1),
-               "producer id": lambda: _init_producer_id(client, "warm-up"),
-               "idempotent producer id": lambda: _init_producer_id(client, None)}
-    while pending:
-        pending = {name: call for name, call in pending.items() if call() != 0}
-        if pending and time.monotonic() > deadline:
-            raise TimeoutError(f"coordinators not ready after {timeout_s}s: {sorted(pending)}")
-        time.sleep(0.2 if pending else 0)
+    for key_type in (0, 1):  # group, transaction
+        found = client.request_until_ready(FindCoordinatorRequest[4](key_type=key_type, coordinator_keys=["warm-up"]))
+        assert found.coordinators[0].error_code == 0, found
+    for transactional_id in ("warm-up", None):  # a transactional and an idempotent producer id
+        initialised = client.request_until_ready(InitProducerIdRequest[4](
+            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+        assert initialised.error_code == 0, initialised
 
 
 def run_requests(client: WireClient, phase: str, new_topic: str) -> Observed:

@@ -22,7 +22,11 @@ from minikafka.protocol.api_keys import ApiKey
 from minikafka.protocol.messages import REQUEST_CLASSES
 from minikafka.protocol.records import Record, build_batch
 from tests.interop.acl_scenario import CAROL, SaslWireClient, create_acls, create_topics, warm_up_coordinators
-from tests.wire_client import WireClient
+from tests.wire_client import NOT_READY_YET, WireClient
+
+#: What Kafka's producer retries besides NOT_READY_YET (a new partition without its leader yet; a transaction ending)
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS = 3, 6, 7, 19
+CONCURRENT_TRANSACTIONS = 51
 
 TOPICS = ("az-open", "az-desc", "az-secret")
 TXN_ID = "az-tx"
@@ -112,18 +116,26 @@ def build(cls: Any, fields: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+def request(key: ApiKey, version: int, **fields: Any) -> Any:
+    return build(REQUEST_CLASSES[key][version], fields)
+
+
 def send(client: WireClient, key: ApiKey, version: int, **fields: Any) -> Any:
-    return client.request(build(REQUEST_CLASSES[key][version], fields))
+    return client.request(request(key, version, **fields))
 
 
 def one_record() -> bytes:
     return bytes(build_batch([Record(offset=0, timestamp=1_700_000_000_000, key=b"k", value=b"v")], base_offset=0))
 
 
+def produce_request(topics: list[str], transactional_id: str | None = None) -> Any:
+    return request(ApiKey.PRODUCE, 9, transactional_id=transactional_id, acks=-1, timeout_ms=10_000,
+                   topic_data=[{"name": name, "partition_data": [{"index": 0, "records": one_record()}]}
+                               for name in topics])
+
+
 def produce(client: WireClient, topics: list[str], transactional_id: str | None = None) -> Any:
-    return send(client, ApiKey.PRODUCE, 9, transactional_id=transactional_id, acks=-1, timeout_ms=10_000,
-                topic_data=[{"name": name, "partition_data": [{"index": 0, "records": one_record()}]}
-                            for name in topics])
+    return client.request(produce_request(topics, transactional_id))
 
 
 def prepare(admin: WireClient) -> Context:
@@ -133,36 +145,41 @@ def prepare(admin: WireClient) -> Context:
     warm_up_coordinators(admin)
     assert create_topics(admin, list(TOPICS)) == sorted((name, 0) for name in TOPICS)
     for name in TOPICS:  # one record each; Kafka's new partitions take a moment to get their leader
-        _until_ok(lambda name=name: produce(admin, [name]),  # type: ignore[misc]
-                  lambda produced: [p.error_code for t in produced.responses for p in t.partition_responses])
-    _until_ok(lambda: send(admin, ApiKey.OFFSET_COMMIT, 8, group_id="az-grp", generation_id_or_member_epoch=-1,
-                           topics=[{"name": name, "partitions": [{"partition_index": 0, "committed_offset": 1}]}
-                                   for name in TOPICS]),
+        _until_ok(admin, produce_request([name]),
+                  lambda produced: [p.error_code for t in produced.responses for p in t.partition_responses],
+                  NOT_READY_YET | {UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
+                                  NOT_ENOUGH_REPLICAS})
+    _until_ok(admin, request(ApiKey.OFFSET_COMMIT, 8, group_id="az-grp", generation_id_or_member_epoch=-1,
+                             topics=[{"name": name, "partitions": [{"partition_index": 0, "committed_offset": 1}]}
+                                     for name in TOPICS]),
               lambda committed: [p.error_code for t in committed.topics for p in t.partitions])
-    joined = send(admin, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id="az-cg", member_id=str(uuid.uuid4()),
-                  member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=["az-secret"],
-                  topic_partitions=[])
+    joined = admin.request_until_ready(request(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id="az-cg", member_id=str(uuid.uuid4()), member_epoch=0,
+        rebalance_timeout_ms=30_000, subscribed_topic_names=["az-secret"], topic_partitions=[]))
     assert joined.error_code == 0, joined
-    assert send(admin, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=TXN_ID, transaction_timeout_ms=60_000,
-                producer_id=-1, producer_epoch=-1).error_code == 0
+    assert admin.request_until_ready(request(
+        ApiKey.INIT_PRODUCER_ID, 4, transactional_id=TXN_ID, transaction_timeout_ms=60_000, producer_id=-1,
+        producer_epoch=-1)).error_code == 0
     # an ongoing transaction over a topic carol may describe and one she may not
-    producer = send(admin, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=ONGOING_TXN_ID, transaction_timeout_ms=300_000,
-                    producer_id=-1, producer_epoch=-1)
-    _until_ok(lambda: send(admin, ApiKey.ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id=ONGOING_TXN_ID,
-                           v3_and_below_producer_id=producer.producer_id,
-                           v3_and_below_producer_epoch=producer.producer_epoch,
-                           v3_and_below_topics=[{"name": t, "partitions": [0]} for t in ("az-open", "az-secret")]),
+    producer = admin.request_until_ready(request(
+        ApiKey.INIT_PRODUCER_ID, 4, transactional_id=ONGOING_TXN_ID, transaction_timeout_ms=300_000,
+        producer_id=-1, producer_epoch=-1))
+    _until_ok(admin, request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id=ONGOING_TXN_ID,
+                             v3_and_below_producer_id=producer.producer_id,
+                             v3_and_below_producer_epoch=producer.producer_epoch,
+                             v3_and_below_topics=[{"name": t, "partitions": [0]} for t in ("az-open", "az-secret")]),
               lambda added: [p.partition_error_code for t in added.results_by_topic_v3_and_below
-                             for p in t.results_by_partition])
+                             for p in t.results_by_partition],
+              NOT_READY_YET | {CONCURRENT_TRANSACTIONS})
     listed = send(admin, ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False)
     return Context({t.topic_id: t.name for t in listed.topics}, uuid.uuid4())
 
 
-def _until_ok(call: Callable[[], Any], codes: Callable[[Any], list[int]], timeout_s: float = 30) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while set(codes(answer := call())) != {0}:
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.2)
+def _until_ok(client: WireClient, sent: Any, codes: Callable[[Any], list[int]],
+              retriable: frozenset[int] = NOT_READY_YET) -> Any:
+    """`sent` resent while its answer has a code Kafka's clients retry for it (`retriable`), then all codes 0."""
+    answer = client.request_until_ready(sent, retriable=retriable, codes=codes)
+    assert set(codes(answer)) == {0}, answer
     return answer
 
 

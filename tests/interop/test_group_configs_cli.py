@@ -10,7 +10,6 @@ ConfigCommand main and output as a process per run, without dozens of JVM starts
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -86,21 +85,12 @@ def test_kafka_configs_for_groups_answer_as_on_apache_kafka(
 def join_heartbeat_interval_ms(bootstrap: str, group: str) -> int:
     """A KIP-848 member joins `group`: the heartbeat interval the coordinator gives it."""
     with WireClient(bootstrap) as client:
-        deadline = time.monotonic() + 30
-        while True:
-            found = client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
-            if found.coordinators[0].error_code == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        join = ConsumerGroupHeartbeatRequest[0](
+        client.request_until_ready(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+        # a fresh Apache Kafka answers NOT_COORDINATOR while it loads __consumer_offsets
+        joined = client.request_until_ready(ConsumerGroupHeartbeatRequest[0](
             group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, instance_id=None, rack_id=None,
             rebalance_timeout_ms=30_000, subscribed_topic_names=["some-topic"], server_assignor=None,
-            topic_partitions=[])
-        while True:  # a fresh Apache Kafka answers NOT_COORDINATOR while it loads __consumer_offsets
-            joined = client.request(join)
-            if joined.error_code not in (14, 15, 16) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+            topic_partitions=[]))
         assert joined.error_code == 0, joined
         interval_ms: int = joined.heartbeat_interval_ms
         return interval_ms

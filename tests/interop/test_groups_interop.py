@@ -42,7 +42,6 @@ UNKNOWN_MEMBER_ID = 25
 INVALID_SESSION_TIMEOUT = 26
 NON_EMPTY_GROUP = 68
 MEMBER_ID_REQUIRED = 79
-TRANSIENT_COORDINATOR_ERRORS = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 _apache_observations: dict[str, dict[str, Any]] = {}
 
@@ -261,35 +260,30 @@ class RawMember:
     def find_coordinator(self) -> None:
         from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            response = self.client.request(FindCoordinatorRequest[3](key=self.group, key_type=0))
-            if response.error_code == NONE or time.monotonic() > deadline:
-                assert response.error_code == NONE, response
-                return
-            time.sleep(0.2)
+        response = self.client.request_until_ready(FindCoordinatorRequest[3](key=self.group, key_type=0))
+        assert response.error_code == NONE, response
 
     def join_request(self, member_id: str, *, group: str | None = None, session_timeout_ms: int = 30_000,
                      protocol_type: str = "consumer", protocol_name: str = "range") -> Any:
         """One JoinGroup v5 as given; the member's own state is left alone."""
+        return self.client.request(self._join_group(member_id, group=group, session_timeout_ms=session_timeout_ms,
+                                                    protocol_type=protocol_type, protocol_name=protocol_name))
+
+    def _join_group(self, member_id: str, *, group: str | None = None, session_timeout_ms: int = 30_000,
+                    protocol_type: str = "consumer", protocol_name: str = "range") -> Any:
         from kafka.protocol.consumer.group import JoinGroupRequest
 
         request_class = JoinGroupRequest[5]
-        return self.client.request(request_class(
+        return request_class(
             group_id=group or self.group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30_000,
             member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
             protocols=[request_class.JoinGroupRequestProtocol(name=protocol_name,
                                                               metadata=_subscription(self.topic))],
-        ))
+        )
 
     def join(self) -> int:
-        """JoinGroup v5 as this member; retried while the coordinator is loading. Returns the error code."""
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            response = self.join_request(self.member_id)
-            if response.error_code not in TRANSIENT_COORDINATOR_ERRORS or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        """JoinGroup v5 as this member; resent while the coordinator is loading. Returns the error code."""
+        response = self.client.request_until_ready(self._join_group(self.member_id))
         self.member_id = response.member_id
         if response.error_code == NONE:
             self.generation_id = response.generation_id

@@ -65,17 +65,11 @@ def test_alter_share_group_offsets_creates_an_empty_groups_state(target_bootstra
         topic, _group, _tid = share_group(client, target_bootstrap, "alter-empty", 10)
         group = f"sg-new-{uuid.uuid4().hex[:8]}"
         alter = AlterShareGroupOffsetsRequest[0]
-        deadline = time.monotonic() + 30
-        while True:
-            altered = client.request(alter(group_id=group, topics=[alter.AlterShareGroupOffsetsRequestTopic(
-                topic_name=topic, partitions=[alter.AlterShareGroupOffsetsRequestTopic
-                                              .AlterShareGroupOffsetsRequestPartition(partition_index=0,
-                                                                                      start_offset=4)])]),
-                AlterShareGroupOffsetsResponse[0])
-            if altered.error_code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
-                                          ErrorCode.COORDINATOR_NOT_AVAILABLE) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        altered = client.request_until_ready(alter(group_id=group, topics=[alter.AlterShareGroupOffsetsRequestTopic(
+            topic_name=topic, partitions=[alter.AlterShareGroupOffsetsRequestTopic
+                                          .AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                                  start_offset=4)])]),
+            AlterShareGroupOffsetsResponse[0])
         assert altered.error_code == ErrorCode.NONE, altered
         assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [(0, 0)]
         describe = DescribeShareGroupOffsetsRequest[0]

@@ -21,12 +21,17 @@ from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.schemas import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
+from minikafka.protocol.schemas import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    ShareGroupHeartbeatResponse,
+)
 from tests.apache_kafka import SIDE_BY_SIDE_BROKER_PROPERTIES
 from tests.broker.share.test_share_wire import (
     ACCEPT,
     acquired,
     heartbeat,
+    heartbeat_request,
     produce_records,
     share_ack,
     share_fetch,
@@ -56,14 +61,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def join(client: WireClient, group: str, member: str, topic: str) -> int:
     """Heartbeat `member` into `group` until it is assigned `topic`'s partition; its member epoch. Kafka answers
     NOT_COORDINATOR until FindCoordinator created __consumer_offsets, and assigns on a later heartbeat."""
+    client.request_until_ready(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+    response = client.request_until_ready(heartbeat_request(group, member, 0, [topic]), ShareGroupHeartbeatResponse[1])
+    assert response.error_code == ErrorCode.NONE, response
     deadline = time.monotonic() + 30
-    while True:
-        client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
-        response = heartbeat(client, group, member, 0, [topic])
-        if response.error_code == ErrorCode.NONE:
-            break
-        assert time.monotonic() < deadline, response
-        time.sleep(0.2)
     while not response.assignment or not response.assignment.topic_partitions:
         assert time.monotonic() < deadline, response
         time.sleep(0.2)

@@ -29,19 +29,13 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 REBALANCE_TIMEOUT_MS = 5_000
 
 
-def wait_for_coordinator(client: WireClient, group: str, timeout_s: float = 60.0) -> None:
+def wait_for_coordinator(client: WireClient, group: str) -> None:
     """FindCoordinator (which creates __consumer_offsets), then OffsetFetch until the group's coordinator answers
     (a fresh Kafka loads the partition first)."""
-    deadline = time.monotonic() + timeout_s
-    while client.request(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group])).coordinators[0].error_code:
-        assert time.monotonic() < deadline, "no coordinator"
-        time.sleep(0.2)
-    while True:
-        response = client.request(OffsetFetchRequest[7](group_id=group, topics=None, require_stable=False))
-        if response.error_code == 0:
-            return
-        assert time.monotonic() < deadline, response
-        time.sleep(0.2)
+    found = client.request_until_ready(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+    assert found.coordinators[0].error_code == 0, found
+    response = client.request_until_ready(OffsetFetchRequest[7](group_id=group, topics=None, require_stable=False))
+    assert response.error_code == 0, response
 
 
 def send_static_join(client: WireClient, group: str, instance_id: str, correlation_id: int) -> None:

@@ -38,10 +38,13 @@ def topic_id(client: WireClient, name: str) -> uuid.UUID:
     return uuid.UUID(str(response.topics[0].topic_id))
 
 
+def heartbeat_request(group: str, member: str, epoch: int, topics: list[str] | None) -> Any:
+    return ShareGroupHeartbeatRequest[1](group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
+                                         subscribed_topic_names=topics)
+
+
 def heartbeat(client: WireClient, group: str, member: str, epoch: int, topics: list[str] | None) -> Any:
-    return client.request(ShareGroupHeartbeatRequest[1](group_id=group, member_id=member, member_epoch=epoch,
-                                                        rack_id=None, subscribed_topic_names=topics),
-                          ShareGroupHeartbeatResponse[1])
+    return client.request(heartbeat_request(group, member, epoch, topics), ShareGroupHeartbeatResponse[1])
 
 
 def share_fetch(client: WireClient, group: str, member: str, epoch: int, tid: uuid.UUID,
@@ -80,13 +83,10 @@ def record_offsets(response: Any) -> list[int]:
 
 
 def join(client: WireClient, group: str, member: str, topic: str) -> int:
-    deadline = time.monotonic() + 10
-    response = heartbeat(client, group, member, 0, [topic])
-    while response.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-        response = heartbeat(client, group, member, 0, [topic])
+    """Join (resent while the share coordinator loads), then heartbeat until the member has its assignment."""
+    response = client.request_until_ready(heartbeat_request(group, member, 0, [topic]), ShareGroupHeartbeatResponse[1])
     assert response.error_code == ErrorCode.NONE, response
+    deadline = time.monotonic() + 10
     while not response.assignment or not response.assignment.topic_partitions:
         assert time.monotonic() < deadline
         response = heartbeat(client, group, member, response.member_epoch, [topic])
