@@ -5,6 +5,11 @@ OffsetsForLeaderEpoch answers from the epoch history, and the partition state su
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,3 +224,37 @@ def partitions_of_kept(kafka: MiniKafka) -> dict[int, tuple[int, list[int], int]
     with WireClient(address(kafka, 1)) as client:
         return {index: (part.leader_id, list(part.replica_nodes), part.leader_epoch)
                 for index, part in partitions_of(metadata(client, "kept")).items()}
+
+
+def minikafka_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "minikafka.broker", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_the_command_line_and_the_admin_port_elect_stop_and_start(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "commanded", assignments=[[1, 2]]) == NONE
+    elected = minikafka_command("faults", "elect-leader", "commanded", "0", "2", "--admin-url", kafka.admin_url)
+    assert elected.returncode == 0, elected.stderr
+    stopped = minikafka_command("faults", "stop-broker", "2", "--admin-url", kafka.admin_url)
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout)["stopped_brokers"] == [2]
+    with pytest.raises(OSError):  # a stopped broker's port refuses connections
+        WireClient(address(kafka, 2), timeout_s=2).close()
+    with WireClient(address(kafka, 1)) as client:
+        part = partitions_of(metadata(client, "commanded"))[0]
+        assert (part.leader_id, list(part.isr_nodes), list(part.offline_replicas), part.leader_epoch) == (
+            1, [1], [2], 2)
+    refused = minikafka_command("faults", "stop-broker", "9", "--admin-url", kafka.admin_url)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "minikafka faults stop-broker: unknown broker 9: the brokers are 1, 2, 3"]
+    request = urllib.request.Request(f"{kafka.admin_url}/admin/faults/start-broker?id=2", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["stopped_brokers"] == []
+    missing = urllib.request.Request(f"{kafka.admin_url}/admin/faults/elect-leader?topic=commanded&id=1", data=b"",
+                                     method="POST")
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        urllib.request.urlopen(missing, timeout=10)
+    assert bad.value.code == 400
+    assert json.loads(bad.value.read()) == {"error": "missing parameter partition"}
