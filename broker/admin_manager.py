@@ -57,7 +57,7 @@ class AdminManager:
         self.log_cleaner = log_cleaner
         self._broker_alter_lock = asyncio.Lock()
         self.group_configs = GroupConfigAdmin(self.dynamic)
-        self.broker_loggers = BrokerLoggers(config.node_id)
+        self.broker_loggers = BrokerLoggers(config.node_id, config.broker_ids)
         #: replica assignment and leaders (set by the server once the logs are loaded; None: one broker, no state)
         self.partition_states: PartitionStates | None = None
         self.client_metrics = ClientMetricsConfigs(self.dynamic.log_dir)
@@ -210,13 +210,14 @@ class AdminManager:
             node_id = int(resource_name)
         except ValueError:
             raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
-        if node_id != self.config.node_id:
+        if node_id not in self.config.broker_ids:  # the brokers of this process share one configuration
             raise InvalidRequestError(f"Unexpected broker id, expected {self.config.node_id} or empty string, but "
                                       f"received {resource_name}")
         entries: list[ConfigEntry] = []
         for name, key in BROKER_CONFIG_DEF.keys.items():
+            value = node_id if name == "node.id" else self.config.values[name]
             entries.append(self.dynamic.broker_entry(
-                name, format_value(key, self.config.values[name]), key.type.describe_code, key.doc,
+                name, format_value(key, value), key.type.describe_code, key.doc,
                 format_value(key, key.default) if key.has_default else None))
         cleaner_values = CLEANER_CONFIG_DEF.parse(self.config.props)
         for name, key in CLEANER_CONFIG_DEF.keys.items():

@@ -38,6 +38,11 @@ class Cluster:
     def running_ids(self) -> list[int]:
         return [node_id for node_id in self.broker_ids if self.nodes[node_id].running]
 
+    def controller_id(self) -> int:
+        """The controller Metadata and DescribeCluster name (clients send CreateTopics and the like there): the
+        first broker, or the first running one while it is stopped (KRaft brokers name a live broker)."""
+        return self.coordinator_id if self.is_running(self.coordinator_id) else self.running_ids()[0]
+
     def is_running(self, node_id: int) -> bool:
         node = self.nodes.get(node_id)
         return node is not None and node.running

@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60), v0-2: the cluster id from meta.properties, the first broker as the controller and
+"""DescribeCluster (key 60), v0-2: the cluster id from meta.properties, the first running broker as the controller and
 the running brokers of this process (never fenced), as a Kafka 4.x broker answers it (Kafka's
 AuthHelper.computeDescribeClusterResponse).
 
@@ -46,7 +46,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         error_message=None,
         endpoint_type=BROKER_ENDPOINT,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.cluster.coordinator_id,
+        controller_id=ctx.cluster.controller_id(),
         # the running brokers, each on the listener the request came in on (a stopped one is not registered)
         brokers=[cls.DescribeClusterBroker(broker_id=broker_id, host=endpoint.host, port=endpoint.port, rack=None,
                                            is_fenced=False)

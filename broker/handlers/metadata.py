@@ -1,6 +1,6 @@
-"""Metadata (key 3), v0-12: the running brokers of this process, the first one as controller, and each partition's
-leader, leader epoch, replicas, ISR and offline replicas (`PartitionStates`). Unknown topics are created when both
-the request (v4+) and `auto.create.topics.enable` allow it."""
+"""Metadata (key 3), v0-12: the running brokers of this process, the first running one as controller, and each
+partition's leader, leader epoch, replicas, ISR and offline replicas (`PartitionStates`). Unknown topics are created
+when both the request (v4+) and `auto.create.topics.enable` allow it."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         throttle_time_ms=0,
         brokers=brokers,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.cluster.coordinator_id,
+        controller_id=ctx.cluster.controller_id(),
         topics=topics,
         **({"authorized_operations": _cluster_operations(ctx, session, request)} if 8 <= version <= 10 else {}),
     )

@@ -198,6 +198,10 @@ def test_bad_cluster_faults_are_refused_with_one_line(kafka: MiniKafka) -> None:
 def test_the_last_running_broker_cannot_be_stopped(tmp_path: Path) -> None:
     with MiniKafka(data_dir=tmp_path / "data", brokers=2) as kafka:
         kafka.faults.stop_broker(1)
+        with WireClient(address(kafka, 2)) as client:  # the controller named is a running broker
+            answer = client.request(MetadataRequest[12](topics=[], allow_auto_topic_creation=False,
+                                                        include_topic_authorized_operations=False))
+            assert ([b.node_id for b in answer.brokers], answer.controller_id) == ([2], 2)
         with pytest.raises(FaultError, match="broker 2 is the last running broker"):
             kafka.faults.stop_broker(2)
         with pytest.raises(FaultError, match="broker 1 is already stopped"):

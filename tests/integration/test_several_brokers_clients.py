@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from minikafka.testing import MiniKafka
 
@@ -100,9 +100,12 @@ def test_metadata_after_a_stop_shows_the_new_leaders_and_isr(kafka: MiniKafka) -
     before = partitions(kafka, topic)
     assert {index: (part.leader, part.isrs) for index, part in before.items()} == {
         0: (1, [1, 2, 3]), 1: (2, [2, 3, 1]), 2: (3, [3, 1, 2])}
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "2")])
+    assert next(iter(described.values())).result(10)["node.id"].value == "2"
     kafka.faults.stop_broker(2)
     try:
-        brokers = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(timeout=10).brokers
+        brokers = admin.list_topics(timeout=10).brokers
         assert sorted(brokers) == [1, 3]
         after = partitions(kafka, topic)
         assert {index: (part.leader, part.replicas, part.isrs) for index, part in after.items()} == {
