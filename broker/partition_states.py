@@ -97,6 +97,9 @@ class PartitionStates:
     # --- reading -------------------------------------------------------------------------------------------
     def get(self, topic: str, partition: int) -> PartitionState:
         """The partition's state; UNKNOWN_TOPIC_OR_PARTITION when the topic has no such partition."""
+        states = self._states.get(topic)
+        if states is not None and 0 <= partition < len(states):  # Produce's path: no registry lock
+            return states[partition]
         count = self._partition_count(topic)
         if count is None or not 0 <= partition < count:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {topic}-{partition}")
