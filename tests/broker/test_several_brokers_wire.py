@@ -262,3 +262,20 @@ def test_the_command_line_and_the_admin_port_elect_stop_and_start(kafka: MiniKaf
         urllib.request.urlopen(missing, timeout=10)
     assert bad.value.code == 400
     assert json.loads(bad.value.read()) == {"error": "missing parameter partition"}
+
+
+def test_a_partition_whose_only_in_sync_replica_stops_has_no_leader_until_it_starts(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "lonely", assignments=[[3]]) == NONE
+        kafka.faults.stop_broker(3)
+        try:
+            part = partitions_of(metadata(client, "lonely"))[0]
+            assert (part.error_code, part.leader_id, part.leader_epoch, list(part.isr_nodes),
+                    list(part.offline_replicas)) == (5, -1, 1, [3], [3])  # LEADER_NOT_AVAILABLE
+            assert produce(client, "lonely", [0]) == {0: NOT_LEADER_OR_FOLLOWER}
+        finally:
+            kafka.faults.start_broker(3)
+        part = partitions_of(metadata(client, "lonely"))[0]
+        assert (part.error_code, part.leader_id, part.leader_epoch, list(part.isr_nodes)) == (NONE, 3, 2, [3])
+    with WireClient(address(kafka, 3)) as client:
+        assert produce(client, "lonely", [0]) == {0: NONE}
