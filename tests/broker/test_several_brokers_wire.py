@@ -279,3 +279,16 @@ def test_a_partition_whose_only_in_sync_replica_stops_has_no_leader_until_it_sta
         assert (part.error_code, part.leader_id, part.leader_epoch, list(part.isr_nodes)) == (NONE, 3, 2, [3])
     with WireClient(address(kafka, 3)) as client:
         assert produce(client, "lonely", [0]) == {0: NONE}
+
+
+def test_request_faults_apply_to_the_broker_they_name(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as one, WireClient(address(kafka, 2)) as two:
+        assert create_topic(one, "faulted", assignments=[[1, 2]]) == NONE
+        kafka.faults.elect_leader("faulted", 0, 1)
+        kafka.faults.push_request_errors("ListOffsets", "KAFKA_STORAGE_ERROR", broker=2)
+        try:
+            assert list_offsets(one, "faulted", [0]) == {0: NONE}  # broker 1 is not faulted
+            assert list_offsets(two, "faulted", [0]) == {0: 56}  # the pushed error, before the leader check
+            assert list_offsets(two, "faulted", [0]) == {0: NOT_LEADER_OR_FOLLOWER}  # used up: served again
+        finally:
+            kafka.faults.clear_faults()
