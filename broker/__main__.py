@@ -95,6 +95,8 @@ def serve(args: argparse.Namespace) -> int:
         if args.config is not None:
             props.update(_read_config_file(Path(args.config)))
         props.update(_parse_overrides(args.override))
+        if args.brokers is not None:
+            props["minikafka.brokers"] = str(args.brokers)
         config = KafkaConfig(props)
     except StartupError as error:
         log.error("%s", error)
@@ -279,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         commands.add_parser, formatter_class=_DefaultsHelpFormatter)
     serve_parser = commands.add_parser("serve", help="run the broker")
     serve_parser.add_argument("--config", help="a server.properties file")
+    serve_parser.add_argument(
+        "--brokers", type=int, default=None, metavar="N",
+        help="run N brokers in this process (minikafka.brokers; ids node.id.., broker k on each listener's port + k-1)")
     serve_parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override one property"
     )

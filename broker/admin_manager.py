@@ -26,6 +26,7 @@ from minikafka.broker.dynamic_config import (
     redacted,
 )
 from minikafka.broker.group_config_admin import GroupConfigAdmin
+from minikafka.broker.partition_states import PartitionStates
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import (
@@ -41,6 +42,8 @@ from minikafka.storage.log_manager import LogManager, TopicMetadata
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: topics the coordinators write: one replica, on the coordinators' broker (Cluster.coordinator_id)
+COORDINATOR_TOPICS = INTERNAL_TOPICS | {"__share_group_state"}
 
 
 class AdminManager:
@@ -54,7 +57,9 @@ class AdminManager:
         self.log_cleaner = log_cleaner
         self._broker_alter_lock = asyncio.Lock()
         self.group_configs = GroupConfigAdmin(self.dynamic)
-        self.broker_loggers = BrokerLoggers(config.node_id)
+        self.broker_loggers = BrokerLoggers(config.node_id, config.broker_ids)
+        #: replica assignment and leaders (set by the server once the logs are loaded; None: one broker, no state)
+        self.partition_states: PartitionStates | None = None
         self.client_metrics = ClientMetricsConfigs(self.dynamic.log_dir)
 
     @property
@@ -63,13 +68,14 @@ class AdminManager:
         return self.dynamic.current
 
     def _check_replication(self, replication_factor: int, assignments: Sequence[Sequence[int]] = ()) -> None:
+        """INVALID_REPLICATION_FACTOR above the broker count, INVALID_REPLICA_ASSIGNMENT for unknown brokers."""
+        if self.partition_states is not None:
+            self.partition_states.check_assignment(replication_factor, assignments)
+            return
         if replication_factor not in (-1, 1):
             raise InvalidReplicationFactorError(
-                f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                "factor of {0} cannot be reached because only 1 broker(s) are registered.".format(
-                    replication_factor
-                )
-            )
+                f"The target replication factor of {replication_factor} cannot be reached because only 1 "
+                "broker(s) are registered.")
         for replicas in assignments:
             if list(replicas) != [self.config.node_id]:
                 raise InvalidRequestError(
@@ -86,6 +92,8 @@ class AdminManager:
         assignments: Sequence[Sequence[int]] = (),
         validate_only: bool = False,
     ) -> TopicMetadata:
+        if replication_factor == -1 and not assignments and name not in COORDINATOR_TOPICS:
+            replication_factor = int(self.config["default.replication.factor"])
         self._check_replication(replication_factor, assignments)
         if assignments:
             if num_partitions != -1:
@@ -93,21 +101,34 @@ class AdminManager:
             num_partitions = len(assignments)
         elif num_partitions == -1:
             num_partitions = int(self.config["num.partitions"])
-        return await asyncio.to_thread(
+        metadata = await asyncio.to_thread(
             self.log_manager.create_topic, name, num_partitions, dict(configs), validate_only
         )
+        # the coordinators' topics keep their one replica on the coordinators' broker (PartitionStates.get)
+        if not validate_only and self.partition_states is not None and name not in COORDINATOR_TOPICS:
+            self.partition_states.add_partitions(name, 0, num_partitions, replication_factor, assignments)
+        return metadata
 
     async def auto_create_topic(self, name: str) -> TopicMetadata:
         return await self.create_topic(name, -1, -1, {})
 
     async def delete_topic(self, name: str) -> None:
         await asyncio.to_thread(self.log_manager.delete_topic, name)
+        if self.partition_states is not None:
+            self.partition_states.forget_topic(name)
 
     async def create_partitions(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] = (), validate_only: bool = False
     ) -> None:
-        self._check_replication(1, assignments)
+        replication_factor = 1 if self.partition_states is None else self.partition_states.replication_factor(name)
+        self._check_replication(replication_factor, assignments)
+        existing = self.log_manager.topic(name)
+        if self.partition_states is not None and existing is not None:
+            self.partition_states.get(name, 0)  # the existing partitions' states, before the new ones exist
         await asyncio.to_thread(self.log_manager.create_partitions, name, count, validate_only)
+        if not validate_only and self.partition_states is not None and name not in COORDINATOR_TOPICS:
+            self.partition_states.add_partitions(
+                name, existing.num_partitions if existing else 0, count, replication_factor, assignments)
 
     async def alter_topic_config(self, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
         await asyncio.to_thread(self.log_manager.alter_topic_config, name, dict(overrides), validate_only)
@@ -189,13 +210,14 @@ class AdminManager:
             node_id = int(resource_name)
         except ValueError:
             raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
-        if node_id != self.config.node_id:
+        if node_id not in self.config.broker_ids:  # the brokers of this process share one configuration
             raise InvalidRequestError(f"Unexpected broker id, expected {self.config.node_id} or empty string, but "
                                       f"received {resource_name}")
         entries: list[ConfigEntry] = []
         for name, key in BROKER_CONFIG_DEF.keys.items():
+            value = node_id if name == "node.id" else self.config.values[name]
             entries.append(self.dynamic.broker_entry(
-                name, format_value(key, self.config.values[name]), key.type.describe_code, key.doc,
+                name, format_value(key, value), key.type.describe_code, key.doc,
                 format_value(key, key.default) if key.has_default else None))
         cleaner_values = CLEANER_CONFIG_DEF.parse(self.config.props)
         for name, key in CLEANER_CONFIG_DEF.keys.items():

@@ -47,8 +47,10 @@ def _level_name(level: int) -> str:
 class BrokerLoggers:
     """Describes and alters the process's loggers for the broker `node_id`."""
 
-    def __init__(self, node_id: int) -> None:
+    def __init__(self, node_id: int, broker_ids: list[int] | None = None) -> None:
         self.node_id = node_id
+        #: the brokers of this process: they share its loggers
+        self.broker_ids = broker_ids or [node_id]
 
     def check_name(self, resource_name: str | None, *, describing: bool) -> None:
         """Kafka's checks of the resource name: this node's id (ConfigHelper's messages when describing,
@@ -60,7 +62,7 @@ class BrokerLoggers:
         except ValueError:
             prefix = "Broker" if describing else "Node"
             raise InvalidRequestError(f"{prefix} id must be an integer, but it is: {resource_name}") from None
-        if node_id != self.node_id:
+        if node_id not in self.broker_ids:
             if describing:
                 raise InvalidRequestError(f"Unexpected broker id, expected {self.node_id} but received {node_id}")
             raise InvalidRequestError(f"Unexpected node id. Expected {self.node_id}, but received {node_id}")

@@ -52,7 +52,11 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("log.dirs", ConfigType.LIST, None, None, "The directory the log data is kept in (one)."),
         ConfigKey("log.dir", ConfigType.STRING, "/tmp/kafka-logs", None, "Used when log.dirs is not set."),
         ConfigKey("num.partitions", ConfigType.INT, 1, at_least(1), "Default partitions for new topics."),
-        ConfigKey("default.replication.factor", ConfigType.INT, 1, between(1, 1), "Single node: always 1."),
+        ConfigKey("default.replication.factor", ConfigType.INT, 1, at_least(1),
+                  "Replicas of an auto-created topic (at most minikafka.brokers)."),
+        ConfigKey("minikafka.brokers", ConfigType.INT, 1, between(1, 64),
+                  "Brokers this process runs (ids node.id, node.id+1, ...; broker k listens on each listener's "
+                  "port + k - 1); one copy of the data, followers simulated as caught up (docs/testing-failures.md)."),
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),
@@ -188,6 +192,12 @@ class KafkaConfig:
             )
         self.log_dir = Path(log_dirs[0])
         self.network_limits = _network_limits(values)
+        self._node_id = int(values["node.id"])
+        last_port = max((endpoint.port for endpoint in [*self.listeners, *self.advertised_listeners.values()]),
+                        default=0) + self.broker_count - 1
+        if last_port > 65535:
+            raise InvalidConfigError(f"Invalid value {self.broker_count} for configuration minikafka.brokers: broker "
+                                     f"{self.broker_count} would listen on port {last_port}, above 65535")
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -217,7 +227,32 @@ class KafkaConfig:
 
     @property
     def node_id(self) -> int:
-        return int(self.values["node.id"])
+        return self._node_id
+
+    @property
+    def broker_count(self) -> int:
+        """`minikafka.brokers`: how many brokers this process runs."""
+        return int(self.values["minikafka.brokers"])
+
+    @property
+    def broker_ids(self) -> list[int]:
+        """The ids of this process's brokers: node.id, node.id + 1, ..."""
+        first = int(self.values["node.id"])
+        return list(range(first, first + self.broker_count))
+
+    def for_broker(self, broker_id: int) -> KafkaConfig:
+        """This config as broker `broker_id` of this process sees it: its node id, every listener and advertised
+        listener on its port + (broker_id - node.id) (a port 0 stays 0: each broker gets a free one)."""
+        shift = broker_id - int(self.values["node.id"])
+        broker = copy.copy(self)
+        broker._node_id = broker_id
+        if shift:
+            broker.listeners = tuple(endpoint.with_port(endpoint.port + shift) if endpoint.port else endpoint
+                                     for endpoint in self.listeners)
+            broker.advertised_listeners = {
+                name: endpoint.with_port(endpoint.port + shift) if endpoint.port else endpoint
+                for name, endpoint in self.advertised_listeners.items()}
+        return broker
 
 
 def _network_limits(values: Mapping[str, Any]) -> NetworkLimits:

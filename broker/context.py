@@ -1,6 +1,7 @@
 """`BrokerContext`: the components a request handler may use, wired once by `broker/server.py`.
 
-Immutable after startup; handlers read it from the event-loop thread.
+One per broker of the process (`minikafka.brokers`), differing only in `config`. Immutable after startup; handlers
+read it from the event-loop thread.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minikafka.broker.admin_manager import AdminManager
+from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
@@ -22,7 +25,12 @@ from minikafka.storage.producer_id_manager import ProducerIdManager
 
 @dataclass(frozen=True)
 class BrokerContext:
+    #: this broker's config (its node id and ports: each broker of the process has its own context)
     config: KafkaConfig
+    #: the brokers of this process and whether each is running (shared)
+    cluster: Cluster
+    #: replicas, ISR, leader and leader epoch of every partition (shared)
+    partitions: PartitionStates
     cluster_id: str
     replica_manager: ReplicaManager
     admin: AdminManager

@@ -216,6 +216,7 @@ class DynamicBrokerConfig:
     def __init__(self, static_config: KafkaConfig) -> None:
         self.static_config = static_config
         self.node_id = static_config.node_id
+        self.broker_ids = static_config.broker_ids
         self.log_dir = Path(static_config.log_dir)
         self.default_layer = self._read(DYNAMIC_DEFAULT_CONFIG_FILE)
         self.broker_layer = self._read(DYNAMIC_BROKER_CONFIG_FILE)
@@ -289,7 +290,7 @@ class DynamicBrokerConfig:
             node_id = int(resource_name)
         except ValueError:
             raise InvalidRequestError(f"Node id must be an integer, but it is: {resource_name}") from None
-        if node_id != self.node_id:
+        if node_id not in self.broker_ids:  # one per-broker layer, shared by the brokers of this process
             raise InvalidRequestError(f"Unexpected broker id, expected {self.node_id}, but received {resource_name}")
         return True
 

@@ -2,8 +2,9 @@
 
 Handlers never touch `storage` directly. Produce appends run inline on the event loop (an append is a
 buffered `write()` into the page cache, measured cheaper than a thread hop; fsync happens elsewhere, never
-here); topic administration, which fsyncs the topic registry, runs in a worker thread. Single node: every
-partition is led here with leader epoch 0, and the high watermark is the log end offset.
+here); topic administration, which fsyncs the topic registry, runs in a worker thread. Which broker leads a
+partition is `PartitionStates`' (the handlers check it); batches are stamped with its leader epoch. One copy of
+the data, followers simulated as caught up: the high watermark is the log end offset.
 Event-loop thread only, except the `*_blocking` methods, which run in `asyncio.to_thread`.
 """
 
@@ -22,7 +23,6 @@ from minikafka.protocol.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     PolicyViolationError,
-    UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
 from minikafka.storage.log_manager import LogManager, TopicMetadata
@@ -77,6 +77,8 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.purgatory = FetchPurgatory()
         self._on_keyless_records = on_keyless_records
+        #: the partition's current leader epoch (PartitionStates.leader_epoch once the broker started)
+        self.leader_epoch_of: Callable[[str, int], int] = lambda _topic, _partition: LEADER_EPOCH
 
     def log_for(self, topic: str, partition: int) -> UnifiedLog:
         log = self.log_manager.get_log(topic, partition)
@@ -86,16 +88,12 @@ class ReplicaManager:
             )
         return log
 
-    @staticmethod
-    def check_leader_epoch(current_leader_epoch: int) -> None:
-        if current_leader_epoch > LEADER_EPOCH:
-            raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than {LEADER_EPOCH}")
-
     # -- produce ---------------------------------------------------------------------------------------------
     def append(self, topic: str, partition: int, records: bytes) -> LogAppendInfo:
         """Append one partition's batch as leader; raises the KafkaError for this partition."""
         try:
-            info = self.log_for(topic, partition).append_as_leader(records, leader_epoch=LEADER_EPOCH)
+            info = self.log_for(topic, partition).append_as_leader(
+                records, leader_epoch=self.leader_epoch_of(topic, partition))
         except InvalidRecordError as error:
             keyless = sum(1 for _index, message in error.record_errors if message.startswith(_NO_KEY_MESSAGE))
             if keyless and self._on_keyless_records is not None:
@@ -110,7 +108,7 @@ class ReplicaManager:
         """Write a COMMIT/ABORT marker (WriteTxnMarkers from the transaction coordinator); raises the
         partition's KafkaError. Wakes waiting fetches: a marker moves the last stable offset."""
         info = self.log_for(topic, partition).append_transaction_marker(
-            producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch=LEADER_EPOCH)
+            producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch=self.leader_epoch_of(topic, partition))
         self.purgatory.notify_append((topic, partition))
         return info
 
@@ -130,8 +128,7 @@ class ReplicaManager:
         total = 0
         for request in requests:
             key = (request.topic, request.partition)
-            try:
-                self.check_leader_epoch(request.current_leader_epoch)
+            try:  # leadership and the client's leader epoch are checked by the handler (PartitionStates)
                 log = self.log_for(request.topic, request.partition)
                 high_watermark = log.high_watermark
                 last_stable = log.last_stable_offset
@@ -199,13 +196,6 @@ class ReplicaManager:
         """(offset, timestamp) for ListOffsets; (-1, -1) when no record has a timestamp >= the target."""
         found = self.log_for(topic, partition).fetch_offset_by_timestamp(timestamp_ms)
         return found if found is not None else (-1, -1)
-
-    def end_offset_for_epoch(self, topic: str, partition: int, leader_epoch: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch with the single epoch 0: (0, LEO) for any epoch >= 0 (kafka-protocol-notes §3.7)."""
-        log = self.log_for(topic, partition)
-        if leader_epoch < 0:
-            return -1, -1
-        return LEADER_EPOCH, log.log_end_offset
 
     # -- describe --------------------------------------------------------------------------------------------
     def active_producers(self, topic: str, partition: int) -> list[ProducerStateEntry]:

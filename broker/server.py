@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.admin_port import bind_admin_port
 from minikafka.broker.admin_workers import admin_thread, wait_for_event
+from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.dispatcher import Dispatcher
@@ -32,7 +34,8 @@ from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import LoopScheduler
 from minikafka.broker.metrics import BrokerMetrics
-from minikafka.broker.network import Listener, SocketServer
+from minikafka.broker.network import Listener, RequestDispatcher, SocketServer
+from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.sasl_authenticator import SaslMechanisms
@@ -86,7 +89,11 @@ class KafkaServer:
             self.clock.monotonic_ms,
         )
         self.metrics.register_fetch_sessions(self.fetch_manager)
-        self.socket_server: SocketServer | None = None
+        self.socket_server: SocketServer | None = None  # the first broker's (node.id)
+        #: every running broker's listeners, by broker id (`minikafka.brokers`; stop_broker removes one)
+        self.socket_servers: dict[int, SocketServer] = {}
+        self.cluster = Cluster([config.for_broker(broker_id) for broker_id in config.broker_ids])
+        self._dispatchers: dict[int, RequestDispatcher] = {}
         self.admin_http: AdminHttpServer | None = None  # set once it serves (see _serve_admin_http)
         self.compaction_plans: CompactionPlanUploads | None = None
         self._admin_http_task: asyncio.Task[None] | None = None
@@ -96,17 +103,24 @@ class KafkaServer:
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
         #: wire-level faults a test sets over the admin port (broker/faults); runtime only
-        self.faults = FaultState([config.node_id])
+        self.faults = FaultState(config.broker_ids)
         self._stopped = asyncio.Event()
 
     async def startup(self) -> None:
         # Listening sockets first (not serving yet): a listener on port 0 advertises the port it got.
-        self.socket_server = SocketServer(self._listeners(), self.config.network_limits,
-                                          sasl_mechanisms=self._sasl_mechanisms())
-        self.socket_server.faults = self.faults.brokers[self.config.node_id]
-        await self.socket_server.bind()
-        self.config = self.config.with_bound_ports(self.socket_server.bound_ports)
+        sasl_mechanisms = self._sasl_mechanisms()
+        for broker_id in self.cluster.broker_ids:
+            await self._bind_broker(broker_id, sasl_mechanisms)
+        self.socket_server = self.socket_servers[self.config.node_id]
+        self.config = self.cluster.nodes[self.config.node_id].config
         await asyncio.to_thread(self.log_manager.startup)
+        log_manager = self.log_manager
+        self.partition_states = PartitionStates(
+            self.cluster, self.config.log_dir,
+            lambda topic, partition: self.replica_manager.log_for(topic, partition).log_end_offset,
+            lambda topic: None if (metadata := log_manager.topic(topic)) is None else metadata.num_partitions)
+        self.partition_states.load({name: metadata.num_partitions for name, metadata in log_manager.topics().items()})
+        self.replica_manager.leader_epoch_of = self.partition_states.leader_epoch
         if self.config.cleaner.enable:
             self.log_cleaner.startup()
         admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
@@ -117,7 +131,7 @@ class KafkaServer:
         self.share_coordinator = ShareCoordinator.for_broker(
             self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
             admin, self.clock)
-        self.socket_server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
+        admin.partition_states = self.partition_states
         self.metrics.register_loop_owned(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
 
@@ -139,6 +153,8 @@ class KafkaServer:
         authorizer = BrokerContext.authorizer_for(self.config)
         ctx = BrokerContext(
             config=self.config,
+            cluster=self.cluster,
+            partitions=self.partition_states,
             cluster_id=self.log_manager.cluster_id,
             replica_manager=self.replica_manager,
             admin=admin,
@@ -162,7 +178,10 @@ class KafkaServer:
             except OSError as error:
                 raise bind_error("minikafka.metrics.port", str(metrics_port), error,
                                  "choose another port (0: any free one, -1: no metrics/admin HTTP)") from None
-        await self.socket_server.start(Dispatcher(ctx, self.metrics))
+        for broker_id in reversed(self.cluster.broker_ids):  # node.id last: a client that reached it finds all up
+            broker_ctx = dataclasses.replace(ctx, config=self.cluster.nodes[broker_id].config)
+            self._dispatchers[broker_id] = Dispatcher(broker_ctx, self.metrics)
+            await self._start_broker_listeners(broker_id)
         if admin_sockets:
             self._admin_http_task = asyncio.create_task(
                 self._serve_admin_http(metrics_host, admin_sockets, authorizer), name="minikafka-admin-http")
@@ -185,8 +204,9 @@ class KafkaServer:
         http = f"http://{metrics_host}:{admin_sockets[0].getsockname()[1]}" if admin_sockets else None
         log.info(
             "minikafka started: Kafka listeners %s, console %s, metrics %s, log dir %s",
-            ", ".join(f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:"
-                      f"{self.socket_server.bound_ports[ep.listener_name]}" for ep in self.config.listeners),
+            "; ".join((f"broker {node.node_id}: " if len(self.cluster.nodes) > 1 else "") + ", ".join(
+                f"{ep.listener_name} ({ep.security_protocol}) {ep.host or '*'}:{ep.port}"
+                for ep in node.config.listeners) for node in self.cluster.nodes.values()),
             f"{http}/" if http else "disabled", f"{http}/metrics" if http else "disabled", self.config.log_dir,
         )
 
@@ -216,7 +236,10 @@ class KafkaServer:
             admin_http.routes[("GET", "/admin/cleaner-state")] = self._admin_cleaner_state
             admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
-            FaultRoutes(self.faults).register(admin_http.routes)
+            from minikafka.broker.faults.cluster_faults import ClusterFaults
+
+            FaultRoutes(self.faults, ClusterFaults(self.cluster, self.partition_states, self.stop_broker,
+                                                   self.start_broker)).register(admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
                     self.share_coordinator, self.faults).register(admin_http)
             await admin_http.start(sockets)
@@ -268,6 +291,41 @@ class KafkaServer:
         if self.share_coordinator is not None:
             self.share_coordinator.on_groups_loaded()
 
+    async def _bind_broker(self, broker_id: int, sasl_mechanisms: SaslMechanisms | None) -> None:
+        """Open broker `broker_id`'s listening sockets (not serving yet); its advertised ports are then known."""
+        node = self.cluster.nodes[broker_id]
+        server = SocketServer(self._listeners(node.config), self.config.network_limits,
+                              sasl_mechanisms=sasl_mechanisms)
+        server.faults = self.faults.brokers[broker_id]
+        await server.bind()
+        node.config = node.config.with_bound_ports(server.bound_ports)
+        # a port 0 listener keeps the port it got: start_broker reopens the same one
+        node.config.listeners = tuple(endpoint.with_port(server.bound_ports[endpoint.listener_name])
+                                      for endpoint in node.config.listeners)
+        self.socket_servers[broker_id] = server
+
+    async def _start_broker_listeners(self, broker_id: int) -> None:
+        server = self.socket_servers[broker_id]
+        if self.share_coordinator is not None:
+            server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
+        await server.start(self._dispatchers[broker_id])
+
+    async def stop_broker(self, broker_id: int) -> None:
+        """Close broker `broker_id`'s listeners and connections; the partitions it led elect new leaders."""
+        server = self.socket_servers.pop(broker_id)
+        self.cluster.nodes[broker_id].running = False
+        self.partition_states.broker_stopped(broker_id)
+        await server.stop(0)
+        log.info("Broker %d stopped (its listeners are closed)", broker_id)
+
+    async def start_broker(self, broker_id: int) -> None:
+        """Reopen broker `broker_id`'s listeners on the same ports; it rejoins the ISR of its partitions."""
+        await self._bind_broker(broker_id, self._sasl_mechanisms())
+        await self._start_broker_listeners(broker_id)
+        self.cluster.nodes[broker_id].running = True
+        self.partition_states.broker_started(broker_id)
+        log.info("Broker %d started", broker_id)
+
     @property
     def port(self) -> int:
         """The first listener's bound port."""
@@ -285,11 +343,11 @@ class KafkaServer:
             mechanisms.listener(name)
         return mechanisms
 
-    def _listeners(self) -> list[Listener]:
-        """Every configured listener with, for SSL and SASL_SSL, its TLS context (key and trust stores are read
-        here: a bad store stops the broker with the key and the reason)."""
+    def _listeners(self, config: KafkaConfig) -> list[Listener]:
+        """Every listener of `config` (one broker's) with, for SSL and SASL_SSL, its TLS context (key and trust stores
+        are read here: a bad store stops the broker with the key and the reason)."""
         listeners = []
-        for endpoint in self.config.listeners:
+        for endpoint in config.listeners:
             ssl_config = self.config.ssl_configs.get(endpoint.listener_name)
             if ssl_config is None:
                 listeners.append(Listener(endpoint))
@@ -408,8 +466,8 @@ class KafkaServer:
         if self._admin_http_task is not None and not self._admin_http_task.done():
             self._admin_http_task.cancel()
             await asyncio.gather(self._admin_http_task, return_exceptions=True)
-        if self.socket_server is not None:
-            await self.socket_server.stop(int(self.config["minikafka.shutdown.grace.ms"]) / 1000)
+        grace_s = int(self.config["minikafka.shutdown.grace.ms"]) / 1000
+        await asyncio.gather(*(server.stop(grace_s) for server in self.socket_servers.values()))
         if self.admin_http is not None:
             await self.admin_http.stop()
         await asyncio.to_thread(self.log_cleaner.shutdown)
@@ -436,4 +494,5 @@ def _import_admin_http_modules() -> None:
     import minikafka.broker.compaction_plans
     import minikafka.broker.console
     import minikafka.broker.erasure
+    import minikafka.broker.faults.cluster_faults
     import minikafka.broker.faults.fault_routes  # noqa: F401

@@ -41,7 +41,7 @@ from minikafka.broker.faults.fault_client import Faults
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
 
 __all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "broker_environment", "config_text",
-           "free_port", "metadata_broker_count"]
+           "free_port", "free_ports", "metadata_broker_count"]
 
 LOOPBACK = "127.0.0.1"
 ConfigValue = str | int | float | bool
@@ -70,6 +70,29 @@ def free_port() -> int:
         probe.bind((LOOPBACK, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive TCP ports on 127.0.0.1 that were all free a moment ago."""
+    if count == 1:
+        return free_port()
+    for _attempt in range(50):
+        first = free_port()
+        if first + count - 1 > 65535:
+            continue
+        probes = []
+        try:
+            for port in range(first + 1, first + count):
+                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                probes.append(probe)
+                probe.bind((LOOPBACK, port))
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+        return first
+    raise OSError(f"no {count} consecutive free ports found on {LOOPBACK}")
 
 
 def metadata_broker_count(host: str, port: int, timeout_s: float = 2.0) -> int:
@@ -148,11 +171,17 @@ class MiniKafka:
         start_timeout_s: float = 30.0,
         listeners: Mapping[str, str] | None = None,
         strict_config: bool = False,
+        brokers: int = 1,
     ) -> None:
         """`listeners` adds listeners beside the PLAINTEXT one (which readiness checks use): listener name ->
         security protocol (`{"SSL": "SSL", "CLIENTS": "SASL_SSL"}`), each on a free loopback port.
         A config the broker does not know raises an `UnknownConfigWarning` in this process when the broker starts;
-        with `strict_config` the start fails with BrokerStartError instead."""
+        with `strict_config` the start fails with BrokerStartError instead. `brokers` runs that many brokers in the
+        broker process (`minikafka.brokers`: ids 1..N, broker k on each listener's port + k - 1);
+        `bootstrap_servers` then lists them all."""
+        if not 1 <= brokers <= 64:
+            raise ValueError(f"brokers must be between 1 and 64, got {brokers}")
+        self.brokers = brokers
         self.strict_config = strict_config
         self.config = broker_properties(config or {})
         self.extra_listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {}).items()}
@@ -167,21 +196,23 @@ class MiniKafka:
             self.data_dir = Path(data_dir).absolute()  # the broker runs with the data dir as its working directory
             self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
         self.start_timeout_s = start_timeout_s
-        self.port = free_port()
+        self.port = free_ports(brokers)
         self.metrics_port = free_port()
-        self.listener_ports = {name: free_port() for name in self.extra_listeners}
+        self.listener_ports = {name: free_ports(brokers) for name in self.extra_listeners}
         self.process: subprocess.Popen[bytes] | None = None
         self._kill_at_exit: functools.partial[None] | None = None
         self._started_once = False
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
+        """`host:port` of the PLAINTEXT listener of every broker, comma-separated."""
+        return self.bootstrap_servers_for("PLAINTEXT")
 
     def bootstrap_servers_for(self, listener_name: str) -> str:
-        """`host:port` of a listener by name (`PLAINTEXT` or one given in `listeners`)."""
+        """`host:port` of a listener by name (`PLAINTEXT` or one given in `listeners`), of every broker."""
         name = listener_name.upper()
-        return self.bootstrap_servers if name == "PLAINTEXT" else f"{LOOPBACK}:{self.listener_ports[name]}"
+        port = self.port if name == "PLAINTEXT" else self.listener_ports[name]
+        return ",".join(f"{LOOPBACK}:{port + index}" for index in range(self.brokers))
 
     @property
     def metrics_url(self) -> str:
@@ -213,6 +244,7 @@ class MiniKafka:
             "listeners": ",".join(listeners),
             "log.dirs": str(self.data_dir),
             "minikafka.metrics.port": str(self.metrics_port),
+            **({"minikafka.brokers": str(self.brokers)} if self.brokers > 1 else {}),
         }
         command = [sys.executable, "-m", "minikafka.broker", "serve"]
         for key, value in props.items():
@@ -236,8 +268,8 @@ class MiniKafka:
                     if self._temp_root is not None and not self._started_once:
                         shutil.rmtree(self._temp_root, ignore_errors=True)  # the error carries the log tail
                     raise
-                self.port, self.metrics_port = free_port(), free_port()
-                self.listener_ports = {name: free_port() for name in self.extra_listeners}
+                self.port, self.metrics_port = free_ports(self.brokers), free_port()
+                self.listener_ports = {name: free_ports(self.brokers) for name in self.extra_listeners}
             else:
                 self._started_once = True
                 self._check_unknown_configs(log_offset)

@@ -11,6 +11,8 @@ Options (command line, or the same name with underscores in the `[pytest]` ini s
 - `--minikafka-config KEY=VALUE` (repeatable; ini: one per line): configs of the embedded broker. A key the broker
   does not know is an `UnknownConfigWarning` in the test run; `--minikafka-strict-config` (ini:
   `minikafka_strict_config = true`) makes it an error of the fixture.
+- `--minikafka-brokers N` (ini: `minikafka_brokers`): the embedded minikafka runs N brokers in its process
+  (docs/testing-failures.md); `bootstrap_servers` lists them all.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from minikafka.testing.mini_kafka import ConfigValue, MiniKafka, config_text
 
 BOOTSTRAP_OPTION = "minikafka_bootstrap"
 CONFIG_OPTION = "minikafka_config"
+BROKERS_OPTION = "minikafka_brokers"
 STRICT_CONFIG_OPTION = "minikafka_strict_config"
 _TOPIC_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 
@@ -84,6 +87,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--minikafka-strict-config", dest=STRICT_CONFIG_OPTION, action="store_true", default=None,
         help="fail when a --minikafka-config key is unknown to the broker (default: a warning)",
     )
+    group.addoption(
+        "--minikafka-brokers", dest=BROKERS_OPTION, metavar="N", type=int, default=None,
+        help="brokers the embedded minikafka runs (minikafka.brokers, default 1)",
+    )
+    parser.addini(BROKERS_OPTION, "brokers the embedded minikafka runs (default 1)", default="1")
     parser.addini(STRICT_CONFIG_OPTION, "fail on minikafka configs the broker does not know", type="bool",
                   default=False)
     parser.addini(BOOTSTRAP_OPTION, "bootstrap servers of an external broker for the minikafka fixtures")
@@ -113,7 +121,9 @@ def minikafka_broker(pytestconfig: pytest.Config) -> Iterator[MiniKafka | Extern
         yield ExternalBroker(bootstrap)
         return
     configs = parse_config_lines(_option(pytestconfig, CONFIG_OPTION) or [])
-    with MiniKafka(configs, strict_config=bool(_option(pytestconfig, STRICT_CONFIG_OPTION))) as broker:
+    brokers = int(_option(pytestconfig, BROKERS_OPTION) or 1)
+    with MiniKafka(configs, strict_config=bool(_option(pytestconfig, STRICT_CONFIG_OPTION)),
+                   brokers=brokers) as broker:
         yield broker
 
 

@@ -7,6 +7,9 @@ its admin port (the names of `MiniKafka.faults`, in kebab case):
     minikafka faults disconnect-on OffsetCommit [--count 1] [--broker 1] [--client-id ID]
     minikafka faults blackhole CLIENT_ID
     minikafka faults clear-faults
+    minikafka faults elect-leader TOPIC PARTITION ID
+    minikafka faults stop-broker ID
+    minikafka faults start-broker ID
     minikafka faults describe
 
 Prints the faults in force as JSON. Exit 0 when set; 2 for a fault the broker refuses or bad arguments (one line
@@ -62,6 +65,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     lambda faults, args: faults.blackhole(args.client_id))
     blackhole.add_argument("client_id", help="requests from client ids containing this get no response")
     add("clear-faults", "end every fault", lambda faults, _args: faults.clear_faults())
+    elect = add("elect-leader", "make an in-sync replica the leader of a partition",
+                lambda faults, args: faults.elect_leader(args.topic, args.partition, args.id))
+    elect.add_argument("topic")
+    elect.add_argument("partition")
+    elect.add_argument("id", help="the broker id of the new leader")
+    stop = add("stop-broker", "close a broker's listeners and connections; its partitions elect new leaders",
+               lambda faults, args: faults.stop_broker(args.id))
+    stop.add_argument("id", help="the broker id")
+    start = add("start-broker", "reopen a stopped broker's listeners; it rejoins the ISR",
+                lambda faults, args: faults.start_broker(args.id))
+    start.add_argument("id", help="the broker id")
     add("describe", "print the faults in force", lambda faults, _args: faults.describe())
 
 

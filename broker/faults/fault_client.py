@@ -8,6 +8,8 @@ test process imports nothing of the broker's. Holds only the address; any thread
     kafka.faults.disconnect_on("OffsetCommit")
     kafka.faults.blackhole("consumer-2")
     kafka.faults.clear_faults()
+    kafka.faults.elect_leader("orders", 0, 2)     # with MiniKafka(brokers=3)
+    kafka.faults.stop_broker(2); kafka.faults.start_broker(2)
 """
 
 from __future__ import annotations
@@ -60,6 +62,18 @@ class Faults:
     def clear_faults(self) -> dict[str, Any]:
         """End every fault."""
         return self._post("clear-faults")
+
+    def elect_leader(self, topic: str, partition: int, id: int) -> dict[str, Any]:
+        """Running in-sync replica `id` becomes the leader of `topic`-`partition` (leader epoch + 1)."""
+        return self._post("elect-leader", topic=topic, partition=partition, id=id)
+
+    def stop_broker(self, id: int) -> dict[str, Any]:
+        """Broker `id` closes its listeners and connections; the partitions it led elect new leaders."""
+        return self._post("stop-broker", id=id)
+
+    def start_broker(self, id: int) -> dict[str, Any]:
+        """Broker `id` listens again on its ports and rejoins the ISR of its partitions."""
+        return self._post("start-broker", id=id)
 
     def describe(self) -> dict[str, Any]:
         """The faults in force."""

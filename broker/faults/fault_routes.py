@@ -7,6 +7,9 @@ routes, so the same guard and credentials apply to them.
     POST /admin/faults/disconnect-on?api=A[&count=N][&broker=ID][&client_id=S]
     POST /admin/faults/blackhole?client_id=S
     POST /admin/faults/clear-faults
+    POST /admin/faults/elect-leader?topic=T&partition=P&id=ID
+    POST /admin/faults/stop-broker?id=ID
+    POST /admin/faults/start-broker?id=ID
 
 Each answers 200 with the faults in force (JSON, as `GET /admin/faults`), or 400 `{"error": "..."}` naming the
 mistake (an unknown API, error or broker, a missing or malformed parameter). Event-loop thread only.
@@ -18,6 +21,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from minikafka.broker.faults.cluster_faults import ClusterFaults
 from minikafka.broker.faults.fault_names import FaultInputError
 from minikafka.broker.faults.fault_state import FaultState
 
@@ -43,10 +47,11 @@ def _required(query: Query, name: str) -> str:
 
 
 class FaultRoutes:
-    """Serves `/admin/faults*` from one `FaultState`; holds nothing else."""
+    """Serves `/admin/faults*` from one `FaultState` and the `ClusterFaults` (elections, broker stops)."""
 
-    def __init__(self, state: FaultState) -> None:
+    def __init__(self, state: FaultState, cluster: ClusterFaults | None = None) -> None:
         self.state = state
+        self.cluster = cluster
 
     def register(self, routes: dict[tuple[str, str], Callable[[Query], Awaitable[Reply]]]) -> None:
         routes[("GET", FAULTS_PATH)] = self.describe
@@ -54,9 +59,39 @@ class FaultRoutes:
                             ("disconnect-on", self.disconnect_on), ("blackhole", self.blackhole),
                             ("clear-faults", self.clear_faults)):
             routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_input(route)
+        for name, cluster_route in (("elect-leader", self.elect_leader), ("stop-broker", self.stop_broker),
+                                    ("start-broker", self.start_broker)):
+            routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_cluster_input(cluster_route)
 
     async def describe(self, _query: Query) -> Reply:
-        return _reply(200, self.state.describe())
+        return _reply(200, self._describe())
+
+    def _describe(self) -> dict[str, Any]:
+        return {**self.state.describe(), **(self.cluster.describe() if self.cluster is not None else {})}
+
+    def _refusing_bad_cluster_input(self, route: Callable[[Query], Awaitable[None]]
+                                    ) -> Callable[[Query], Awaitable[Reply]]:
+        async def serve(query: Query) -> Reply:
+            try:
+                await route(query)
+            except FaultInputError as error:
+                return _reply(400, {"error": str(error)})
+            return _reply(200, self._describe())
+        return serve
+
+    def _cluster(self) -> ClusterFaults:
+        if self.cluster is None:
+            raise FaultInputError("this broker has no cluster faults")
+        return self.cluster
+
+    async def elect_leader(self, query: Query) -> None:
+        self._cluster().elect_leader(_required(query, "topic"), _required(query, "partition"), _required(query, "id"))
+
+    async def stop_broker(self, query: Query) -> None:
+        await self._cluster().stop_broker(_required(query, "id"))
+
+    async def start_broker(self, query: Query) -> None:
+        await self._cluster().start_broker(_required(query, "id"))
 
     def _refusing_bad_input(self, route: Callable[[Query], None]) -> Callable[[Query], Awaitable[Reply]]:
         async def serve(query: Query) -> Reply:
@@ -64,7 +99,7 @@ class FaultRoutes:
                 route(query)
             except FaultInputError as error:
                 return _reply(400, {"error": str(error)})
-            return _reply(200, self.state.describe())
+            return _reply(200, self._describe())
         return serve
 
     def push_request_errors(self, query: Query) -> None:

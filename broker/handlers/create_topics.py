@@ -54,7 +54,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             elif version >= 5:
                 fields.update(
                     num_partitions=metadata.num_partitions,
-                    replication_factor=1,
+                    replication_factor=(len(assignments[0]) if assignments else topic.replication_factor
+                                        if topic.replication_factor != -1
+                                        else int(ctx.config["default.replication.factor"])),
                     configs=[
                         result_cls.CreatableTopicConfigs(
                             name=entry.name, value=entry.value, read_only=entry.read_only,

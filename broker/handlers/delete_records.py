@@ -33,6 +33,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 partitions.append(partition_cls(**fields))
                 continue
             try:
+                ctx.partitions.require_leader(topic.name, partition.partition_index, ctx.node_id)
                 fields["low_watermark"] = ctx.replica_manager.delete_records(
                     topic.name, partition.partition_index, partition.offset
                 )

@@ -1,5 +1,6 @@
-"""DescribeCluster (key 60), v0-2: the cluster id from meta.properties, this node as the controller and the
-only broker (never fenced), as a Kafka 4.x broker answers it (Kafka's AuthHelper.computeDescribeClusterResponse).
+"""DescribeCluster (key 60), v0-2: the cluster id from meta.properties, the first running broker as the controller and
+the running brokers of this process (never fenced), as a Kafka 4.x broker answers it (Kafka's
+AuthHelper.computeDescribeClusterResponse).
 
 A broker describes brokers only: v1+ asking for controllers (endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE,
 any other type UNSUPPORTED_ENDPOINT_TYPE (v0 has no endpoint type). With no authorizer every cluster operation
@@ -39,16 +40,18 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     if request.include_cluster_authorized_operations:  # Kafka: none at all without DESCRIBE on the cluster
         operations = authorized_operations(ctx, session, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS) \
             if authorize_cluster(ctx, session, AclOperation.DESCRIBE) else set()
-    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
     return cls(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=BROKER_ENDPOINT,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.node_id,
-        brokers=[cls.DescribeClusterBroker(broker_id=ctx.node_id, host=advertised.host, port=advertised.port,
-                                           rack=None, is_fenced=False)],
+        controller_id=ctx.cluster.controller_id(),
+        # the running brokers, each on the listener the request came in on (a stopped one is not registered)
+        brokers=[cls.DescribeClusterBroker(broker_id=broker_id, host=endpoint.host, port=endpoint.port, rack=None,
+                                           is_fenced=False)
+                 for broker_id in ctx.cluster.running_ids()
+                 for endpoint in [ctx.cluster.endpoint(broker_id, session.listener_name)]],
         # the generated class takes a set of operation codes; None encodes INT_MIN ("not requested")
         authorized_operations=operations,
     )

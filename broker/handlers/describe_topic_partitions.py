@@ -11,7 +11,7 @@ DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.describeTopicRespon
 - A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an
   illegal name) and uses no budget. A cursor whose topic is not requested, or whose partition is negative,
   fails the request: every requested topic gets INVALID_REQUEST.
-- This node leads every partition with epoch 0 and is its only replica and in-sync replica; the eligible
+- Leader, leader epoch, replicas, ISR and offline replicas are `PartitionStates`'; the eligible
   leader replica lists (KIP-966 ELR) are empty, as Kafka's are for a healthy partition. With no authorizer every
   topic operation is authorized.
 """
@@ -24,7 +24,6 @@ from typing import Any
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
 from minikafka.broker.handlers.describe_producers import topic_name_error
-from minikafka.broker.replica_manager import LEADER_EPOCH
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names, authorized_operations
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
@@ -79,7 +78,6 @@ def _describe(ctx: BrokerContext, cls: Any, names: list[str], cursor: Any, limit
     """The topics of one page and the cursor of the next (None when this page is the last)."""
     topic_cls = cls.DescribeTopicPartitionsResponseTopic
     partition_cls = topic_cls.DescribeTopicPartitionsResponsePartition
-    node = ctx.node_id
     remaining = limit
     topics: list[Any] = []
     for name in names:
@@ -95,12 +93,14 @@ def _describe(ctx: BrokerContext, cls: Any, names: list[str], cursor: Any, limit
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         upper = min(metadata.num_partitions, start + remaining)
-        partitions = [
-            partition_cls(error_code=ErrorCode.NONE, partition_index=index, leader_id=node, leader_epoch=LEADER_EPOCH,
-                          replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-                          offline_replicas=[])
-            for index in range(start, upper)
-        ]
+        partitions = []
+        for index in range(start, upper):
+            state = ctx.partitions.get(name, index)
+            partitions.append(partition_cls(
+                error_code=ErrorCode.NONE, partition_index=index, leader_id=state.leader,
+                leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas), isr_nodes=list(state.isr),
+                eligible_leader_replicas=[], last_known_elr=[],
+                offline_replicas=ctx.partitions.offline_replicas(state)))
         topics.append(topic_cls(error_code=ErrorCode.NONE, name=name, topic_id=metadata.topic_id,
                                 is_internal=name in INTERNAL_TOPICS, partitions=partitions))
         if upper < metadata.num_partitions:

@@ -25,6 +25,7 @@ from minikafka.broker.security.authorize import AclOperation, ResourceType, auth
 from minikafka.broker.session import Session
 from minikafka.protocol.connection import RequestReceived
 from minikafka.protocol.errors import (
+    FencedLeaderEpochError,
     InconsistentTopicIdError,
     KafkaError,
     NotLeaderOrFollowerError,
@@ -80,11 +81,14 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             error = TopicAuthorizationFailedError()
         elif from_follower and error is None:
             error = _not_a_replica(data)
+        elif error is None:
+            error = _leadership_error(ctx, topic_partition, data, version)
         if error is not None:
             # refused before the read: Kafka's FetchResponse.partitionResponse has an empty aborted list, while
             # ReplicaManager's refusal of a follower (a read error) leaves it null
             aborted: list[tuple[int, int]] | None = (
-                None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError)) else [])
+                None if isinstance(error, (NotLeaderOrFollowerError, UnknownLeaderEpochError,
+                                           FencedLeaderEpochError)) else [])
             erroneous[topic_partition] = PartitionRead(error, b"", aborted_transactions=aborted)
         else:
             interesting.append((topic_partition, data))
@@ -120,6 +124,18 @@ def _topic_partition(topic: Any, partition: int, uses_topic_ids: bool,
     if uses_topic_ids:
         return TopicIdPartition(topic.topic_id, topic_names.get(topic.topic_id), partition)
     return TopicIdPartition(ZERO_UUID, topic.topic, partition)
+
+
+def _leadership_error(ctx: BrokerContext, topic_partition: TopicIdPartition, data: PartitionData,
+                      version: int) -> KafkaError | None:
+    """Kafka's localLogWithEpochOrThrow for a consumer: from v11 (KIP-392 client metadata) a follower replica
+    serves it too, before that only the leader; then the client's leader epoch."""
+    try:
+        ctx.partitions.require_leader(str(topic_partition.topic), topic_partition.partition, ctx.node_id,
+                                      data.current_leader_epoch, follower_allowed=version >= 11)
+    except KafkaError as error:
+        return error
+    return None
 
 
 def _is_from_follower(request: Any, version: int) -> bool:

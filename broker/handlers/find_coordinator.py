@@ -55,7 +55,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     version = event.api_version
     cls = response_class(ApiKey.FIND_COORDINATOR, version)
     key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
-    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
+    # the coordinators live on the first broker of the process, whichever broker is asked
+    coordinator_id = ctx.cluster.coordinator_id
+    advertised = ctx.cluster.endpoint(coordinator_id, session.listener_name)  # on the listener the request used
     if version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
@@ -64,7 +66,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             coordinators.append(
                 cls.Coordinator(
                     key=key,
-                    node_id=ctx.node_id if ok else -1,
+                    node_id=coordinator_id if ok else -1,
                     host=advertised.host if ok else "",
                     port=advertised.port if ok else -1,
                     error_code=error,
@@ -78,7 +80,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         throttle_time_ms=0,
         error_code=error,
         error_message=None if ok else error.name,
-        node_id=ctx.node_id if ok else -1,
+        node_id=coordinator_id if ok else -1,
         host=advertised.host if ok else "",
         port=advertised.port if ok else -1,
     )

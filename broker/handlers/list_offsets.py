@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.replica_manager import LEADER_EPOCH
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
@@ -35,7 +34,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 partitions.append(partition_cls(**fields))
                 continue
             try:
-                ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
+                ctx.partitions.require_leader(topic.name, partition.partition_index, ctx.node_id,
+                                              partition.current_leader_epoch)
                 if partition.timestamp == LATEST_TIMESTAMP and request.isolation_level == READ_COMMITTED:
                     log = ctx.replica_manager.log_for(topic.name, partition.partition_index)
                     offset, timestamp = log.last_stable_offset, -1
@@ -43,7 +43,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                     offset, timestamp = ctx.replica_manager.offset_for_timestamp(
                         topic.name, partition.partition_index, partition.timestamp
                     )
-                fields.update(offset=offset, timestamp=timestamp, leader_epoch=LEADER_EPOCH if offset >= 0 else -1)
+                epoch = ctx.partitions.epoch_for_offset(topic.name, partition.partition_index, offset)
+                fields.update(offset=offset, timestamp=timestamp, leader_epoch=epoch if offset >= 0 else -1)
             except KafkaError as error:
                 fields.update(error_code=error.error_code, offset=-1, timestamp=-1, leader_epoch=-1)
             partitions.append(partition_cls(**fields))

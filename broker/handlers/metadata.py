@@ -1,5 +1,6 @@
-"""Metadata (key 3), v0-12: this node is the only broker, the controller, and every partition's leader
-(epoch 0). Unknown topics are created when both the request (v4+) and `auto.create.topics.enable` allow it."""
+"""Metadata (key 3), v0-12: the running brokers of this process, the first running one as controller, and each
+partition's leader, leader epoch, replicas, ISR and offline replicas (`PartitionStates`). Unknown topics are created
+when both the request (v4+) and `auto.create.topics.enable` allow it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
-from minikafka.broker.replica_manager import LEADER_EPOCH
 from minikafka.broker.security.acls import CLUSTER_NAME
 from minikafka.broker.security.authorize import (
     AclOperation,
@@ -33,7 +33,6 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     cls = response_class(ApiKey.METADATA, version)
     topic_cls = cls.MetadataResponseTopic
     partition_cls = topic_cls.MetadataResponsePartition
-    node = ctx.node_id
 
     list_all = request.topics is None or (version == 0 and not request.topics)
     # v12+ may name topics by id (KIP-516; KIP-848 consumers look up their assigned topic ids). As Kafka's
@@ -92,18 +91,19 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             topics.append(topic_cls(error_code=error_code, name=name, topic_id=_ZERO_UUID, is_internal=False,
                                     partitions=[], **operations(name)))
             continue
-        partitions = [
-            partition_cls(
-                error_code=ErrorCode.NONE,
+        partitions = []
+        for index in range(metadata.num_partitions):
+            state = ctx.partitions.get(name, index)
+            partitions.append(partition_cls(
+                # Kafka's metadata cache: a partition without a live leader answers LEADER_NOT_AVAILABLE
+                error_code=ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                 partition_index=index,
-                leader_id=node,
-                leader_epoch=LEADER_EPOCH,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
-            )
-            for index in range(metadata.num_partitions)
-        ]
+                leader_id=state.leader,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=ctx.partitions.offline_replicas(state),
+            ))
         topics.append(
             topic_cls(
                 error_code=ErrorCode.NONE,
@@ -114,12 +114,16 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 **operations(name),
             )
         )
-    advertised = ctx.config.advertised_endpoint(session.listener_name)  # the listener the request came in on
+    brokers = []
+    for broker_id in ctx.cluster.running_ids():  # each on the listener the request came in on
+        advertised = ctx.cluster.endpoint(broker_id, session.listener_name)
+        brokers.append(cls.MetadataResponseBroker(node_id=broker_id, host=advertised.host, port=advertised.port,
+                                                  rack=None))
     return cls(
         throttle_time_ms=0,
-        brokers=[cls.MetadataResponseBroker(node_id=node, host=advertised.host, port=advertised.port, rack=None)],
+        brokers=brokers,
         cluster_id=ctx.cluster_id,
-        controller_id=node,
+        controller_id=ctx.cluster.controller_id(),
         topics=topics,
         **({"authorized_operations": _cluster_operations(ctx, session, request)} if 8 <= version <= 10 else {}),
     )

@@ -30,8 +30,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                                                 partition=partition.partition, leader_epoch=-1, end_offset=-1))
                 continue
             try:
-                ctx.replica_manager.check_leader_epoch(partition.current_leader_epoch)
-                epoch, end_offset = ctx.replica_manager.end_offset_for_epoch(
+                ctx.partitions.require_leader(topic.topic, partition.partition, ctx.node_id,
+                                              partition.current_leader_epoch)
+                epoch, end_offset = ctx.partitions.end_offset_for_epoch(
                     topic.topic, partition.partition, partition.leader_epoch
                 )
                 code = ErrorCode.NONE

@@ -22,7 +22,7 @@ from minikafka.broker.security.authorize import AclOperation, ResourceType, auth
 from minikafka.broker.session import Session
 from minikafka.broker.transactions.transaction_version import SupportedOperation
 from minikafka.protocol.connection import RequestReceived
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError, NotEnoughReplicasError
 from minikafka.protocol.produce_response import (
     BatchIndexAndErrorMessage,
     PartitionProduceResponse,
@@ -90,6 +90,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 result = PartitionProduceResponse(index, ErrorCode.INVALID_RECORD)
             else:
                 try:
+                    state = ctx.partitions.require_leader(name, index, ctx.node_id)
+                    if acks == -1 and len(state.isr) < replica_manager.log_for(name, index).config.min_insync_replicas:
+                        raise NotEnoughReplicasError(
+                            f"The size of the current ISR {state.isr} is insufficient to satisfy the min.isr "
+                            f"requirement of {replica_manager.log_for(name, index).config.min_insync_replicas} "
+                            f"for partition {name}-{index}")
                     info = replica_manager.append(name, index, records)
                 except KafkaError as error:
                     result = PartitionProduceResponse(

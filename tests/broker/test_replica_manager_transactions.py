@@ -13,10 +13,13 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
+from minikafka.broker.cluster import Cluster
+from minikafka.broker.config import KafkaConfig
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.handlers import fetch as fetch_handler
 from minikafka.broker.handlers import list_offsets as list_offsets_handler
+from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.replica_manager import FetchPartitionRequest, PartitionRead, ReplicaManager
 from minikafka.broker.session import LOCAL_SESSION
 from minikafka.protocol.api_keys import ApiKey
@@ -28,6 +31,15 @@ from minikafka.storage.log_manager import LogManager
 
 T0 = 1_700_000_000_000
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+
+
+def one_broker(rm: ReplicaManager) -> dict[str, Any]:
+    """What a handler's context says of a one-broker cluster: node 1 leads every partition."""
+    log_dir = rm.log_manager.log_dir
+    states = PartitionStates(Cluster([KafkaConfig({"log.dirs": str(log_dir)})]), Path(log_dir),
+                             lambda topic, partition: rm.log_for(topic, partition).log_end_offset,
+                             lambda topic: None if (meta := rm.topic(topic)) is None else meta.num_partitions)
+    return {"partitions": states, "node_id": 1}
 
 
 @pytest.fixture
@@ -114,7 +126,7 @@ async def test_fetch_response_carries_aborted_transactions(replica_manager: Repl
         request = FetchRequest[version](**request_fields)
         event = RequestReceived(ApiKey.FETCH, version, 1, "test", request, 0)
         sessions = FetchManager(FetchSessionCache(1), FakeClock().monotonic_ms)
-        ctx = SimpleNamespace(replica_manager=rm, fetch_manager=sessions)
+        ctx = SimpleNamespace(replica_manager=rm, fetch_manager=sessions, **one_broker(rm))
         response = await fetch_handler.handle(ctx, event, LOCAL_SESSION)  # type: ignore[arg-type]
         assert encode_response(response, 1)
         return response.responses[0].partitions[0]
@@ -138,7 +150,8 @@ async def test_list_offsets_latest_is_the_lso_for_read_committed(replica_manager
             name="t", partitions=[topic.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
                                                              timestamp=-1)])])
         event = RequestReceived(ApiKey.LIST_OFFSETS, 7, 1, "test", request, 0)
-        response = await list_offsets_handler.handle(SimpleNamespace(replica_manager=rm), event, LOCAL_SESSION)  # type: ignore[arg-type]
+        ctx = SimpleNamespace(replica_manager=rm, **one_broker(rm))
+        response = await list_offsets_handler.handle(ctx, event, LOCAL_SESSION)  # type: ignore[arg-type]
         return int(response.topics[0].partitions[0].offset)
 
     assert (await latest(READ_COMMITTED), await latest(READ_UNCOMMITTED)) == (1, 3)

@@ -124,3 +124,22 @@ def test_the_readme_example_emits_no_deprecation_warning(pytester: pytest.Pytest
                                            "error::DeprecationWarning")
     result.assert_outcomes(passed=1)
     assert "DeprecationWarning" not in result.stdout.str()
+
+
+def test_embedded_brokers_from_the_command_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile('''
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+def test_three_brokers_and_three_replicas(minikafka_broker):
+    assert len(minikafka_broker.bootstrap_servers.split(",")) == 3
+    producer = Producer({"bootstrap.servers": minikafka_broker.bootstrap_servers})
+    producer.produce("replicated", value=b"x")
+    assert producer.flush(30) == 0
+    metadata = AdminClient({"bootstrap.servers": minikafka_broker.bootstrap_servers}).list_topics(timeout=10)
+    assert sorted(metadata.brokers) == [1, 2, 3]
+    assert sorted(metadata.topics["replicated"].partitions[0].replicas) == [1, 2, 3]
+''')
+    result = pytester.runpytest_subprocess(*INNER_OPTIONS, "--minikafka-brokers", "3",
+                                           "--minikafka-config", "default.replication.factor=3")
+    result.assert_outcomes(passed=1)

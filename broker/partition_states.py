@@ -1,0 +1,246 @@
+"""`PartitionStates`: every partition's replicas, ISR, leader, leader epoch and leader-epoch history, for the
+brokers of this process (`Cluster`), and the leader elections `stop_broker`, `start_broker` and `elect_leader`
+cause.
+
+One copy of the data is kept; the followers are simulated as caught up, so a running replica is always in sync and
+the high watermark is the log end offset. The rules are Kafka's (KRaft controller, no ELR, no unclean election):
+- a new partition's replicas come from `replica_placer`; its ISR is its running replicas, its leader the first of
+  them, epoch 0;
+- a stopped broker leaves every ISR; a partition it led elects the first running ISR member in replica order
+  (epoch + 1), or, when it was the last ISR member, goes leaderless (leader -1, epoch + 1, the ISR keeps it);
+- a started broker rejoins the ISR of every partition it is a replica of; a leaderless one elects it (epoch + 1);
+- each new leader epoch starts at the log end offset (Kafka's `maybeAssignEpochStartOffset`), which is what
+  OffsetsForLeaderEpoch answers from (`LeaderEpochFileCache.endOffsetFor`).
+A partition without a recorded state (a log dir from before this file, an internal topic) gets one replica, the
+coordinator broker. Persisted to `partition-states.json` in the log dir at every change (written whole, replaced
+atomically); a restart starts every broker, so every replica rejoins its ISR. Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from minikafka.broker.cluster import Cluster
+from minikafka.broker.replica_placer import place_replicas
+from minikafka.protocol.errors import (
+    FencedLeaderEpochError,
+    InvalidReplicaAssignmentError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "partition-states.json"
+NO_LEADER = -1
+
+
+@dataclass
+class PartitionState:
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int = 0
+    #: [leader epoch, start offset] pairs, ascending (Kafka's leader-epoch-checkpoint)
+    epochs: list[list[int]] = field(default_factory=lambda: [[0, 0]])
+
+
+class PartitionStates:
+    """Owns the state of every partition of every topic of `log_manager`'s log dir."""
+
+    def __init__(self, cluster: Cluster, log_dir: Path, log_end_offset: Callable[[str, int], int],
+                 partition_count: Callable[[str], int | None]) -> None:
+        self.cluster = cluster
+        self.path = Path(log_dir) / STATE_FILE
+        self._log_end_offset = log_end_offset
+        self._partition_count = partition_count
+        self._states: dict[str, list[PartitionState]] = {}
+
+    # --- persistence ---------------------------------------------------------------------------------------
+    def load(self, topics: dict[str, int]) -> None:
+        """Read the file (if any) for `topics` (name -> partition count); every broker is running now, so every
+        replica is in sync again and a partition without a running leader elects one."""
+        saved: dict[str, list[dict[str, object]]] = {}
+        if self.path.exists():
+            try:
+                saved = json.loads(self.path.read_text())["partitions"]
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                log.warning("Ignoring unreadable %s (%s): partitions get one replica on broker %d", self.path, error,
+                            self.cluster.coordinator_id)
+        known = set(self.cluster.broker_ids)
+        for topic, count in topics.items():
+            states = []
+            for index, raw in enumerate(saved.get(topic, [])[:count]):
+                state = PartitionState(**raw)  # type: ignore[arg-type]
+                state.replicas = [replica for replica in state.replicas if replica in known] or \
+                    [self.cluster.coordinator_id]
+                state.isr = list(state.replicas)
+                if state.leader not in state.replicas:
+                    self._new_leader(topic, index, state, state.replicas[0])
+                states.append(state)
+            self._states[topic] = states
+        self._save()
+
+    def _save(self) -> None:
+        body = {"version": 1, "partitions": {topic: [asdict(state) for state in states]
+                                             for topic, states in sorted(self._states.items())}}
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(body))
+        os.replace(temporary, self.path)
+
+    # --- reading -------------------------------------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> PartitionState:
+        """The partition's state; UNKNOWN_TOPIC_OR_PARTITION when the topic has no such partition."""
+        states = self._states.get(topic)
+        if states is not None and 0 <= partition < len(states):  # Produce's path: no registry lock
+            return states[partition]
+        count = self._partition_count(topic)
+        if count is None or not 0 <= partition < count:
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {topic}-{partition}")
+        states = self._states.setdefault(topic, [])
+        if len(states) > count:
+            del states[count:]
+        if partition >= len(states):
+            while len(states) < count:
+                coordinator = self.cluster.coordinator_id
+                states.append(PartitionState([coordinator], [coordinator], coordinator))
+            self._save()
+        return states[partition]
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return self.get(topic, partition).leader_epoch
+
+    def offline_replicas(self, state: PartitionState) -> list[int]:
+        return [replica for replica in state.replicas if not self.cluster.is_running(replica)]
+
+    def require_leader(self, topic: str, partition: int, broker_id: int, current_leader_epoch: int = -1,
+                       follower_allowed: bool = False) -> PartitionState:
+        """Kafka's getPartitionOrException + localLogWithEpochOrThrow: NOT_LEADER_OR_FOLLOWER unless `broker_id`
+        leads the partition (or, with `follower_allowed`, is one of its replicas); then the client's leader
+        epoch: newer than ours UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH (-1: not checked)."""
+        state = self.get(topic, partition)
+        if broker_id != state.leader and not (follower_allowed and broker_id in state.replicas):
+            raise NotLeaderOrFollowerError(f"Leader not local for partition {topic}-{partition} on broker "
+                                           f"{broker_id}")
+        if current_leader_epoch >= 0:
+            if current_leader_epoch > state.leader_epoch:
+                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} of {topic}-{partition} is "
+                                              f"newer than the current {state.leader_epoch}")
+            if current_leader_epoch < state.leader_epoch:
+                raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} of {topic}-{partition} is "
+                                             f"older than the current {state.leader_epoch}")
+        return state
+
+    def epoch_for_offset(self, topic: str, partition: int, offset: int) -> int:
+        """The leader epoch the batch at `offset` was written in (the latest entry starting at or before it)."""
+        epochs = self.get(topic, partition).epochs
+        return next((epoch for epoch, start in reversed(epochs) if start <= offset), epochs[0][0] if epochs else -1)
+
+    def end_offset_for_epoch(self, topic: str, partition: int, requested_epoch: int) -> tuple[int, int]:
+        """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) of `requested_epoch`."""
+        epochs = self.get(topic, partition).epochs
+        if requested_epoch < 0 or not epochs:
+            return -1, -1
+        if epochs[-1][0] == requested_epoch:
+            return requested_epoch, self._log_end_offset(topic, partition)
+        higher = next((entry for entry in epochs if entry[0] > requested_epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = [entry for entry in epochs if entry[0] <= requested_epoch]
+        return (floor[-1][0] if floor else requested_epoch), higher[1]
+
+    # --- topics --------------------------------------------------------------------------------------------
+    def check_assignment(self, replication_factor: int, assignments: Sequence[Sequence[int]]) -> None:
+        """CreateTopics/CreatePartitions' checks of the replication factor and explicit replica lists."""
+        if assignments:
+            for replicas in assignments:
+                unknown = [broker for broker in replicas if broker not in self.cluster.nodes]
+                if unknown or not replicas or len(set(replicas)) != len(replicas):
+                    raise InvalidReplicaAssignmentError(
+                        f"The manual partition assignment {list(replicas)} names unknown or repeated brokers "
+                        f"(the brokers are {', '.join(map(str, self.cluster.broker_ids))})")
+            return
+        if replication_factor != -1:
+            self._place(1, replication_factor)  # raises INVALID_REPLICATION_FACTOR with Kafka's message
+
+    def add_partitions(self, topic: str, first: int, count: int, replication_factor: int,
+                       assignments: Sequence[Sequence[int]] = ()) -> None:
+        """Give partitions first..count-1 of `topic` their replicas (explicit, or placed), replacing any default a
+        request gave them while the topic was being created."""
+        states = self._states.setdefault(topic, [])[:first]
+        self._states[topic] = states
+        new = count - first
+        placements = [list(replicas) for replicas in assignments] if assignments else \
+            self._place(new, replication_factor)
+        for replicas in placements[:new]:
+            isr = [replica for replica in replicas if self.cluster.is_running(replica)]
+            states.append(PartitionState(list(replicas), isr or list(replicas[:1]), isr[0] if isr else NO_LEADER))
+        self._save()
+
+    def replication_factor(self, topic: str) -> int:
+        states = self._states.get(topic)
+        return len(states[0].replicas) if states else 1
+
+    def forget_topic(self, topic: str) -> None:
+        if self._states.pop(topic, None) is not None:
+            self._save()
+
+    def _place(self, num_partitions: int, replication_factor: int) -> list[list[int]]:
+        running = self.cluster.running_ids()
+        stopped = [broker for broker in self.cluster.broker_ids if broker not in running]
+        return place_replicas(num_partitions, replication_factor, running, stopped)
+
+    # --- elections -----------------------------------------------------------------------------------------
+    def elect(self, topic: str, partition: int, broker_id: int) -> PartitionState:
+        """Make running in-sync replica `broker_id` the leader (epoch + 1); nothing when it already leads."""
+        state = self.get(topic, partition)
+        if broker_id not in state.replicas:
+            raise ValueError(f"broker {broker_id} is not a replica of {topic}-{partition} (replicas "
+                             f"{state.replicas})")
+        if not self.cluster.is_running(broker_id):
+            raise ValueError(f"broker {broker_id} is stopped: start_broker({broker_id}) first")
+        if broker_id != state.leader:
+            self._new_leader(topic, partition, state, broker_id)
+            self._save()
+        return state
+
+    def broker_stopped(self, broker_id: int) -> None:
+        for topic, states in self._states.items():
+            for index, state in enumerate(states):
+                if broker_id not in state.isr:
+                    continue
+                remaining = [replica for replica in state.isr if replica != broker_id]
+                if remaining:
+                    state.isr = remaining
+                if state.leader == broker_id:
+                    self._new_leader(topic, index, state, remaining[0] if remaining else NO_LEADER)
+        self._save()
+
+    def broker_started(self, broker_id: int) -> None:
+        for topic, states in self._states.items():
+            for index, state in enumerate(states):
+                if broker_id not in state.replicas:
+                    continue
+                if broker_id not in state.isr:
+                    state.isr = [replica for replica in state.replicas if replica in state.isr or replica == broker_id]
+                if state.leader == NO_LEADER:
+                    self._new_leader(topic, index, state, broker_id)
+        self._save()
+
+    def _new_leader(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
+        state.leader = leader
+        state.leader_epoch += 1
+        if leader == NO_LEADER:
+            return
+        start_offset = self._log_end_offset(topic, partition)
+        # Kafka's LeaderEpochFileCache.assign: entries at or after the new start offset are superseded
+        state.epochs = [entry for entry in state.epochs if entry[1] < start_offset] + \
+            [[state.leader_epoch, start_offset]]
+        log.info("Partition %s-%d: leader %d, epoch %d, ISR %s", topic, partition, leader, state.leader_epoch,
+                 state.isr)
