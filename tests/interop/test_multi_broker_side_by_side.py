@@ -1,0 +1,245 @@
+"""Three brokers side by side: a three-node Apache Kafka 4.3.1 KRaft cluster (tests/apache_kafka_cluster.py) and
+`MiniKafka(brokers=3)`, asked the same raw requests: Metadata and DescribeTopicPartitions after a broker stops and
+after it is back, and the error codes of partition requests sent to a broker that does not lead the partition and
+of group requests sent to a broker that is not the group's coordinator.
+
+Topics are created with an explicit replica assignment, so the preferred leaders (the first replica) and every
+election are the same on both sides. Kafka's JVMs take 15-30 s to start here: the module is marked `slow`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+from kafka.protocol.admin import DeleteRecordsRequest
+from kafka.protocol.admin.topics import CreateTopicsRequest, DescribeTopicPartitionsRequest
+from kafka.protocol.consumer import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+
+from minikafka.testing import MiniKafka
+from tests.apache_kafka_cluster import ApacheKafkaCluster
+from tests.broker.test_fetch_wire import batch_of, fetch, produce
+from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
+from tests.wire_client import WireClient
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+DEADLINE_S = 60.0
+#: partition -> replicas (the first is the preferred leader); topic "spread" has three replicas per partition,
+#: topic "pair" two, so that broker 1 is not a replica of its partition 0
+ASSIGNMENTS = {"spread": [[1, 2, 3], [2, 3, 1], [3, 1, 2]], "pair": [[2, 3]]}
+
+
+class Cluster(Protocol):
+    """One side: three brokers with ids 1, 2, 3."""
+
+    def address(self, broker_id: int) -> str: ...
+
+    def stop_broker(self, broker_id: int) -> None: ...
+
+    def start_broker(self, broker_id: int) -> None: ...
+
+
+class ApacheSide:
+    def __init__(self, cluster: ApacheKafkaCluster) -> None:
+        self.cluster = cluster
+
+    def address(self, broker_id: int) -> str:
+        return self.cluster.nodes[broker_id].bootstrap
+
+    def stop_broker(self, broker_id: int) -> None:
+        self.cluster.stop_node(broker_id)
+
+    def start_broker(self, broker_id: int) -> None:
+        self.cluster.start_node(broker_id)
+
+
+class MiniKafkaSide:
+    def __init__(self, kafka: MiniKafka) -> None:
+        self.kafka = kafka
+        with WireClient(kafka.bootstrap_servers) as client:
+            brokers = client.request(metadata_request([])).brokers
+        self.addresses = {broker.node_id: f"{broker.host}:{broker.port}" for broker in brokers}
+
+    def address(self, broker_id: int) -> str:
+        return self.addresses[broker_id]
+
+    def stop_broker(self, broker_id: int) -> None:
+        self.kafka.faults.stop_broker(broker_id)
+
+    def start_broker(self, broker_id: int) -> None:
+        self.kafka.faults.start_broker(broker_id)
+
+
+@pytest.fixture(scope="module")
+def apache_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheSide]:
+    try:
+        lib_dir = ensure_kafka_jars()
+    except KafkaHarnessError as exc:
+        pytest.skip(f"Apache Kafka unavailable: {exc}")
+    with ApacheKafkaCluster(tmp_path_factory.mktemp("kafka-cluster"), 3, lib_dir=lib_dir) as cluster:
+        yield ApacheSide(cluster)
+
+
+@pytest.fixture(scope="module")
+def minikafka_cluster() -> Iterator[MiniKafkaSide]:
+    with MiniKafka({"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0}, brokers=3) as kafka:
+        yield MiniKafkaSide(kafka)
+
+
+@pytest.fixture(params=["apache", "minikafka"])
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    side: Cluster = request.getfixturevalue(f"{request.param}_cluster")
+    return side
+
+
+def metadata_request(topics: list[str] | None) -> Any:
+    return MetadataRequest[12](
+        topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=name) for name in topics],
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def create_topics(cluster: Cluster, suffix: str) -> dict[str, str]:
+    """The topics of ASSIGNMENTS, named with `suffix`; returns base name -> topic name."""
+    names = {base: f"{base}-{suffix}" for base in ASSIGNMENTS}
+    topic = CreateTopicsRequest.CreatableTopic
+    request = CreateTopicsRequest[7](topics=[
+        topic(name=names[base], num_partitions=-1, replication_factor=-1, configs=[], assignments=[
+            topic.CreatableReplicaAssignment(partition_index=index, broker_ids=replicas)
+            for index, replicas in enumerate(assignment)])
+        for base, assignment in ASSIGNMENTS.items()], timeout_ms=30_000, validate_only=False)
+    with WireClient(cluster.address(1)) as client:
+        answers = {t.name: t.error_code for t in client.request(request).topics}
+    assert answers == {name: 0 for name in names.values()}
+    wait_until(lambda: all(leaders(cluster, via, name) for name in names.values() for via in (1, 2, 3)),
+               "every broker sees a leader for every partition")
+    return names
+
+
+def leaders(cluster: Cluster, via: int, topic: str) -> dict[int, int] | None:
+    """partition -> leader id as broker `via` sees it; None while any partition has none or the topic is unknown."""
+    with WireClient(cluster.address(via)) as client:
+        answer = client.request(metadata_request([topic])).topics[0]
+    found = {p.partition_index: p.leader_id for p in answer.partitions}
+    return found if answer.error_code == 0 and found and -1 not in found.values() else None
+
+
+def wait_until(condition: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"not within {DEADLINE_S:.0f} s: {what}")
+
+
+def partition_states(cluster: Cluster, via: int, topic: str) -> dict[str, Any]:
+    """What Metadata v12 and DescribeTopicPartitions v0 say of `topic` through broker `via`: the brokers, and per
+    partition (leader, leader epoch, replicas, ISR, offline replicas) from each."""
+    with WireClient(cluster.address(via)) as client:
+        metadata = client.request(metadata_request([topic]))
+        described = client.request(DescribeTopicPartitionsRequest[0](
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)], response_partition_limit=2000,
+            cursor=None)).topics[0]
+    partitions = metadata.topics[0].partitions
+    return {
+        "brokers": sorted(broker.node_id for broker in metadata.brokers),
+        "metadata": {p.partition_index: (p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes,
+                                         sorted(p.isr_nodes), sorted(p.offline_replicas)) for p in partitions},
+        "described": {p.partition_index: (p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes,
+                                          sorted(p.isr_nodes), sorted(p.offline_replicas)) for p in
+                      described.partitions},
+    }
+
+
+def test_metadata_and_describe_topic_partitions_after_a_broker_stops_and_returns(cluster: Cluster) -> None:
+    names = create_topics(cluster, uuid.uuid4().hex[:6])
+    spread = names["spread"]
+    before = partition_states(cluster, 1, spread)
+    epochs = {index: state[2] for index, state in before["metadata"].items()}
+    assert before["brokers"] == [1, 2, 3]
+    assert {index: state[1:2] + state[3:] for index, state in before["metadata"].items()} == {
+        0: (1, [1, 2, 3], [1, 2, 3], []), 1: (2, [2, 3, 1], [1, 2, 3], []), 2: (3, [3, 1, 2], [1, 2, 3], [])}
+    assert before["described"] == before["metadata"]
+
+    cluster.stop_broker(2)
+    try:
+        stopped = wait_until(lambda: (lambda s: s if s["brokers"] == [1, 3] and all(
+            2 not in state[4] for state in s["metadata"].values()) else None)(partition_states(cluster, 1, spread)),
+            "broker 2 out of the brokers and of every ISR")
+        # The partition broker 2 led moves to the next replica in the ISR (3), its leader epoch rises by one;
+        # broker 2 stays a replica and is reported offline; the others keep leader and epoch.
+        assert {index: (state[0], state[1], state[2] - epochs[index], state[3], state[4], state[5])
+                for index, state in stopped["metadata"].items()} == {
+            0: (0, 1, 0, [1, 2, 3], [1, 3], [2]), 1: (0, 3, 1, [2, 3, 1], [1, 3], [2]),
+            2: (0, 3, 0, [3, 1, 2], [1, 3], [2])}
+        assert stopped["described"] == stopped["metadata"]
+        pair = partition_states(cluster, 3, names["pair"])
+        assert pair["metadata"][0][1] == 3 and pair["metadata"][0][4:] == ([3], [2])
+    finally:
+        cluster.start_broker(2)
+    back = wait_until(lambda: (lambda s: s if s["brokers"] == [1, 2, 3] and all(
+        state[4] == [1, 2, 3] for state in s["metadata"].values()) else None)(partition_states(cluster, 1, spread)),
+        "broker 2 back in every ISR")
+    # Back in the ISR but not leader again until the preferred-leader election (auto.leader.rebalance.enable runs
+    # every leader.imbalance.check.interval.seconds, 300 s by default).
+    assert {index: state[1] for index, state in back["metadata"].items()} == {0: 1, 1: 3, 2: 3}
+    assert all(not state[5] for state in back["metadata"].values())
+
+
+def error_codes_from_a_non_leader(cluster: Cluster, topic: str, partition: int, via: int) -> dict[str, int]:
+    """The error code of each of the five partition APIs for (`topic`, `partition`) sent to broker `via`."""
+    codes: dict[str, int] = {}
+    with WireClient(cluster.address(via)) as client:
+        produced: Any = produce(client, topic, partition, batch_of(1))
+        codes["Produce"] = produced.error_code
+        for version in (10, 12):  # v11 added rack_id: a consumer may fetch from a follower (KIP-392)
+            answer: Any = fetch(client, [(topic, partition, 0)], version=version)
+            codes[f"Fetch v{version}"] = answer.responses[0].partitions[0].error_code
+        offsets = ListOffsetsRequest.ListOffsetsTopic
+        codes["ListOffsets"] = client.request(ListOffsetsRequest[7](replica_id=-1, isolation_level=0, topics=[offsets(
+            name=topic, partitions=[offsets.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                                                  timestamp=-1)])])).topics[0].partitions[0].error_code
+        epochs = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        codes["OffsetForLeaderEpoch"] = client.request(OffsetForLeaderEpochRequest[4](replica_id=-1, topics=[epochs(
+            topic=topic, partitions=[epochs.OffsetForLeaderPartition(partition=partition, current_leader_epoch=-1,
+                                                                     leader_epoch=0)])])).topics[0].partitions[0].error_code
+        deletes = DeleteRecordsRequest.DeleteRecordsTopic
+        codes["DeleteRecords"] = client.request(DeleteRecordsRequest[2](topics=[deletes(
+            name=topic, partitions=[deletes.DeleteRecordsPartition(partition_index=partition, offset=0)])],
+            timeout_ms=10_000)).topics[0].partitions[0].error_code
+    return codes
+
+
+def test_partition_requests_to_a_follower_and_to_a_non_replica_answer_not_leader_or_follower(
+        cluster: Cluster) -> None:
+    names = create_topics(cluster, uuid.uuid4().hex[:6])
+    not_leader = {api: 6 for api in ("Produce", "Fetch v10", "Fetch v12", "ListOffsets", "OffsetForLeaderEpoch",
+                                     "DeleteRecords")}
+    # A follower serves a consumer's Fetch from v11 on (up to the high watermark), as Kafka's ReplicaManager does
+    # whenever the request carries client metadata; everything else needs the leader.
+    assert error_codes_from_a_non_leader(cluster, names["spread"], 0, via=2) == {**not_leader, "Fetch v12": 0}
+    assert error_codes_from_a_non_leader(cluster, names["pair"], 0, via=1) == not_leader  # not a replica at all
+    with WireClient(cluster.address(1)) as client:  # the leader serves the same requests
+        produced: Any = produce(client, names["spread"], 0, batch_of(1))
+        assert produced.error_code == 0
+
+
+def test_group_requests_to_a_broker_that_is_not_the_coordinator_answer_not_coordinator(cluster: Cluster) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with WireClient(cluster.address(1)) as client:
+        found = client.request_until_ready(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group]))
+    coordinator = found.coordinators[0].node_id
+    other = next(broker for broker in (1, 2, 3) if broker != coordinator)
+    request = OffsetFetchRequest[8](groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)],
+                                    require_stable=False)
+    with WireClient(cluster.address(other)) as client:
+        assert client.request(request).groups[0].error_code == 16  # NOT_COORDINATOR
+    with WireClient(cluster.address(coordinator)) as client:
+        assert client.request_until_ready(request).groups[0].error_code == 0
