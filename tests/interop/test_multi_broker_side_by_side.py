@@ -62,7 +62,7 @@ class ApacheSide:
 class MiniKafkaSide:
     def __init__(self, kafka: MiniKafka) -> None:
         self.kafka = kafka
-        with WireClient(kafka.bootstrap_servers) as client:
+        with WireClient(kafka.bootstrap_servers.split(",")[0]) as client:
             brokers = client.request(metadata_request([])).brokers
         self.addresses = {broker.node_id: f"{broker.host}:{broker.port}" for broker in brokers}
 
