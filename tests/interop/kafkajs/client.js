@@ -151,7 +151,7 @@ async function main() {
   const partitions = Number(args.partitions || 3)
   const mode = args.mode || 'produce-consume'
   const timeoutMs = Number(args['timeout-ms'] || 30000)
-  const kafka = new Kafka({ clientId: 'minikafka-interop', brokers: [args.bootstrap], logLevel: logLevel.WARN })
+  const kafka = new Kafka({ clientId: 'minikafka-interop', brokers: args.bootstrap.split(','), logLevel: logLevel.WARN })
   const summary = { client: 'kafkajs', topic: args.topic }
   if (mode.includes('produce')) await produce(kafka, args.topic, count, partitions, summary)
   if (mode.includes('consume')) {
