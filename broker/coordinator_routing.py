@@ -16,6 +16,7 @@ coordinates every key, as before several brokers existed. Event-loop thread only
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.groups.coordinator_records import partition_for
@@ -70,15 +71,13 @@ class CoordinatorRouting:
         return len(self.cluster.nodes) == 1 or self.coordinator_id(kind, key) == node_id
 
 
-def _single_key(api_key: ApiKey, version: int, request: object) -> tuple[str, str] | None:
+def _single_key(api_key: ApiKey, version: int, request: Any) -> tuple[str, str] | None:
     """(kind, key) of a request one coordinator serves whole, or None (not a coordinator request, or batched)."""
     if api_key in _GROUP_APIS:
         return GROUP, request.group_id
     if api_key is ApiKey.OFFSET_FETCH and version < 8:
         return GROUP, request.group_id
     if api_key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN):
-        return TRANSACTION, request.transactional_id
-    if api_key is ApiKey.ADD_PARTITIONS_TO_TXN and version <= 3:  # v4+ is the brokers' batched verification
         return TRANSACTION, request.transactional_id
     if api_key is ApiKey.INIT_PRODUCER_ID and getattr(request, "transactional_id", None) is not None:
         return TRANSACTION, request.transactional_id
@@ -94,7 +93,7 @@ _GROUP_APIS = frozenset({
 
 
 def misrouted(routing: CoordinatorRouting | None, node_id: int, api_key: ApiKey, version: int,
-              request: object) -> bool:
+              request: Any) -> bool:
     """True when `request` needs one coordinator and broker `node_id` is not it (the answer: NOT_COORDINATOR)."""
     if routing is None or request is None or len(routing.cluster.nodes) == 1:
         return False
