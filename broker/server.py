@@ -244,7 +244,6 @@ class KafkaServer:
             admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
             from minikafka.broker.faults.cluster_faults import ClusterFaults
-
             from minikafka.broker.faults.coordinator_faults import CoordinatorFaults
 
             assert self.coordinators is not None
