@@ -8,6 +8,10 @@ be created and FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka does.
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
 
 from minikafka.testing import FaultError, MiniKafka
-from tests.broker.test_several_brokers_wire import address, create_topic
+from tests.broker.test_several_brokers_wire import address, create_topic, minikafka_command
 from tests.wire_client import WireClient
 
 NONE, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 0, 15, 16
@@ -262,3 +266,29 @@ def test_one_broker_keeps_one_replica_whatever_the_factor(tmp_path: Path) -> Non
     with MiniKafka({"offsets.topic.num.partitions": 2}, data_dir=tmp_path / "one") as kafka:
         assert coordinator_of(kafka, "g") == 1
         assert [list(p.replica_nodes) for p in internal_partitions(kafka, "__consumer_offsets").values()] == [[1], [1]]
+
+
+def test_the_command_line_and_the_admin_port_move_a_coordinator(kafka: MiniKafka) -> None:
+    group = "group-6"
+    before = coordinator_of(kafka, group)
+    target = next(broker for broker in (1, 2, 3) if broker != before)
+    moved = minikafka_command("faults", "move-coordinator", "group", group, str(target), "--admin-url",
+                              kafka.admin_url)
+    assert moved.returncode == 0, moved.stderr
+    assert coordinator_of(kafka, group) == target
+    refused = minikafka_command("faults", "move-coordinator", "topic", group, "1", "--admin-url", kafka.admin_url)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "minikafka faults move-coordinator: unknown coordinator kind 'topic': use one of group, transaction, share"]
+    query = urllib.parse.urlencode({"kind": "group", "key": group, "id": before})
+    request = urllib.request.Request(f"{kafka.admin_url}/admin/faults/move-coordinator?{query}", data=b"",
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    assert coordinator_of(kafka, group) == before
+    missing = urllib.request.Request(f"{kafka.admin_url}/admin/faults/move-coordinator?kind=group&id=1", data=b"",
+                                     method="POST")
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        urllib.request.urlopen(missing, timeout=10)
+    assert bad.value.code == 400
+    assert json.loads(bad.value.read()) == {"error": "missing parameter key"}
