@@ -12,6 +12,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,24 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
-from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
 
+from minikafka.protocol.schemas import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
 from minikafka.testing import FaultError, MiniKafka
 from tests.broker.test_several_brokers_wire import address, create_topic, minikafka_command
 from tests.wire_client import WireClient
@@ -292,3 +309,41 @@ def test_the_command_line_and_the_admin_port_move_a_coordinator(kafka: MiniKafka
         urllib.request.urlopen(missing, timeout=10)
     assert bad.value.code == 400
     assert json.loads(bad.value.read()) == {"error": "missing parameter key"}
+
+
+def test_kip848_share_and_transactional_group_requests_to_a_non_coordinator_answer_not_coordinator(
+        kafka: MiniKafka) -> None:
+    group, transactional_id = "group-7", "txn-7"
+    coordinator = coordinator_of(kafka, group)
+    other = next(broker for broker in (1, 2, 3) if broker != coordinator)
+    txn_other = next(broker for broker in (1, 2, 3) if broker != coordinator_of(kafka, transactional_id, 1))
+    consumer_heartbeat = ConsumerGroupHeartbeatRequest[0](
+        group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=30_000, subscribed_topic_names=[TOPIC], server_assignor=None, topic_partitions=[])
+    share_heartbeat = ShareGroupHeartbeatRequest[1](group_id="share-7", member_id=uuid.uuid4().hex, member_epoch=0,
+                                                    rack_id=None, subscribed_topic_names=[TOPIC])
+    offsets = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    with WireClient(address(kafka, other)) as client:
+        assert client.request(consumer_heartbeat, ConsumerGroupHeartbeatResponse[0]).error_code == NOT_COORDINATOR
+        described = client.request(ConsumerGroupDescribeRequest[0](group_ids=[group],
+                                                                   include_authorized_operations=False),
+                                   ConsumerGroupDescribeResponse[0])
+        assert described.groups[0].error_code == NOT_COORDINATOR
+        assert client.request(TxnOffsetCommitRequest[3](
+            transactional_id=transactional_id, group_id=group, producer_id=1, producer_epoch=0, generation_id=-1,
+            member_id="", group_instance_id=None, topics=[offsets(name=TOPIC, partitions=[
+                offsets.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                        committed_leader_epoch=-1, committed_metadata="")])])
+        ).topics[0].partitions[0].error_code == NOT_COORDINATOR
+    with WireClient(address(kafka, coordinator)) as client:
+        assert client.request(consumer_heartbeat, ConsumerGroupHeartbeatResponse[0]).error_code == NONE
+    share_other = next(broker for broker in (1, 2, 3) if broker != coordinator_of(kafka, "share-7"))
+    with WireClient(address(kafka, share_other)) as client:
+        assert client.request(share_heartbeat, ShareGroupHeartbeatResponse[1]).error_code == NOT_COORDINATOR
+        described = client.request(ShareGroupDescribeRequest[1](group_ids=["share-7"],
+                                                                include_authorized_operations=False),
+                                   ShareGroupDescribeResponse[1])
+        assert described.groups[0].error_code == NOT_COORDINATOR
+    with WireClient(address(kafka, txn_other)) as client:
+        assert client.request(AddOffsetsToTxnRequest[3](transactional_id=transactional_id, producer_id=1,
+                                                        producer_epoch=0, group_id=group)).error_code == NOT_COORDINATOR
