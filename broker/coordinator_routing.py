@@ -91,11 +91,15 @@ _GROUP_APIS = frozenset({
     ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
 })
 
+#: every API `_single_key` may route: the others (Produce, Fetch, ...) leave `misrouted` at its first test
+_COORDINATOR_APIS = _GROUP_APIS | {ApiKey.OFFSET_FETCH, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                                   ApiKey.INIT_PRODUCER_ID}
+
 
 def misrouted(routing: CoordinatorRouting | None, node_id: int, api_key: ApiKey, version: int,
               request: Any) -> bool:
     """True when `request` needs one coordinator and broker `node_id` is not it (the answer: NOT_COORDINATOR)."""
-    if routing is None or request is None or len(routing.cluster.nodes) == 1:
+    if api_key not in _COORDINATOR_APIS or routing is None or request is None or len(routing.cluster.nodes) == 1:
         return False
     found = _single_key(api_key, version, request)
     return found is not None and not routing.is_coordinator(node_id, *found)
