@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from minikafka.broker.broker_loggers import BrokerLoggers
 from minikafka.broker.client_metrics_configs import ClientMetricsConfigs
 from minikafka.broker.config import BROKER_CONFIG_DEF, KafkaConfig
+from minikafka.broker.coordinator_routing import internal_topic_replication_factor
 from minikafka.broker.dynamic_config import (
     DYNAMIC_CONFIGS,
     TOPIC_DEFAULT_CONFIGS,
@@ -42,7 +43,7 @@ from minikafka.storage.log_manager import LogManager, TopicMetadata
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-#: topics the coordinators write: one replica, on the coordinators' broker (Cluster.coordinator_id)
+#: topics the coordinators write: replicated by their own replication-factor config (coordinator_routing.py)
 COORDINATOR_TOPICS = INTERNAL_TOPICS | {"__share_group_state"}
 
 
@@ -92,7 +93,10 @@ class AdminManager:
         assignments: Sequence[Sequence[int]] = (),
         validate_only: bool = False,
     ) -> TopicMetadata:
-        if replication_factor == -1 and not assignments and name not in COORDINATOR_TOPICS:
+        if name in COORDINATOR_TOPICS and self.partition_states is not None and not assignments:
+            replication_factor = internal_topic_replication_factor(
+                name, self.config.props, len(self.partition_states.cluster.nodes))
+        elif replication_factor == -1 and not assignments:
             replication_factor = int(self.config["default.replication.factor"])
         self._check_replication(replication_factor, assignments)
         if assignments:
@@ -104,8 +108,7 @@ class AdminManager:
         metadata = await asyncio.to_thread(
             self.log_manager.create_topic, name, num_partitions, dict(configs), validate_only
         )
-        # the coordinators' topics keep their one replica on the coordinators' broker (PartitionStates.get)
-        if not validate_only and self.partition_states is not None and name not in COORDINATOR_TOPICS:
+        if not validate_only and self.partition_states is not None:
             self.partition_states.add_partitions(name, 0, num_partitions, replication_factor, assignments)
         return metadata
 

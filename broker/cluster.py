@@ -1,8 +1,10 @@
 """`Cluster`: the brokers this process runs (`minikafka.brokers`), each with its own config (node id, listener
 ports), its advertised endpoints once bound and whether it is running (`stop_broker` / `start_broker`).
 
-Broker k (k = 1..N) is node.id + k - 1 and listens on every listener's port + k - 1; the coordinators stay on the
-first broker (`coordinator_id`). Shared by every broker's handlers; event-loop thread only.
+Broker k (k = 1..N) is node.id + k - 1 and listens on every listener's port + k - 1. A coordinator lives on the
+leader of its key's internal partition (`coordinator_routing.py`); `coordinator_id`, the first broker, is where a
+partition without a recorded state is placed and who coordinates while an internal topic does not exist yet (and
+always with one broker). Shared by every broker's handlers; event-loop thread only.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class Cluster:
 
     def __init__(self, configs: Sequence[KafkaConfig]) -> None:
         self.nodes = {config.node_id: BrokerNode(config.node_id, config) for config in configs}
-        #: the broker the group, transaction and share coordinators live on (and the controller id answered)
+        #: the first broker: the default replica, the coordinator before the internal topics exist, the controller
         self.coordinator_id = min(self.nodes)
 
     @property

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
+from minikafka.broker.coordinator_routing import CoordinatorRouting
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.partition_states import PartitionStates
@@ -46,6 +47,8 @@ class BrokerContext:
     scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
     #: Client quotas (Describe/AlterClientQuotas, KIP-219 throttling); in memory unless loaded from a log dir.
     quotas: QuotaManagers = field(default_factory=QuotaManagers)
+    #: which broker coordinates each group / transactional id (shared); None in handler-level tests: this one
+    coordinators: CoordinatorRouting | None = None
 
     @staticmethod
     def authorizer_for(config: KafkaConfig) -> StandardAuthorizer | None:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import misrouted
 from minikafka.broker.error_responses import error_response
 from minikafka.broker.handlers import (
     add_offsets_to_txn,
@@ -154,7 +155,12 @@ class Dispatcher:
 
     async def __call__(self, event: RequestReceived, session: Session) -> ResponseFrame | None:
         started = time.perf_counter()
-        handler = HandlerTimer(HANDLERS[event.api_key](self.ctx, event, session))  # request-quota time
+        ctx = self.ctx
+        if misrouted(ctx.coordinators, ctx.config.node_id, event.api_key, event.api_version, event.request):
+            # a group or transaction request to a broker that does not coordinate its key, as Kafka answers it
+            not_coordinator = answer_with_error(event, ErrorCode.NOT_COORDINATOR, "not the coordinator")
+            return ServerConnection.encode_response_frame(event, not_coordinator)
+        handler = HandlerTimer(HANDLERS[event.api_key](ctx, event, session))  # request-quota time
         try:
             response = await handler
         except CloseConnection:

@@ -25,6 +25,7 @@ from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import CoordinatorRouting
 from minikafka.broker.dispatcher import Dispatcher
 from minikafka.broker.dynamic_config import DynamicBrokerConfig
 from minikafka.broker.faults.fault_state import FaultState
@@ -102,6 +103,7 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        self.coordinators: CoordinatorRouting | None = None  # set once the partition states are loaded
         #: wire-level faults a test sets over the admin port (broker/faults); runtime only
         self.faults = FaultState(config.broker_ids)
         self._stopped = asyncio.Event()
@@ -115,12 +117,16 @@ class KafkaServer:
         self.config = self.cluster.nodes[self.config.node_id].config
         await asyncio.to_thread(self.log_manager.startup)
         log_manager = self.log_manager
+        def partition_count(topic: str) -> int | None:
+            metadata = log_manager.topic(topic)
+            return None if metadata is None else metadata.num_partitions
+
         self.partition_states = PartitionStates(
             self.cluster, self.config.log_dir,
-            lambda topic, partition: self.replica_manager.log_for(topic, partition).log_end_offset,
-            lambda topic: None if (metadata := log_manager.topic(topic)) is None else metadata.num_partitions)
+            lambda topic, partition: self.replica_manager.log_for(topic, partition).log_end_offset, partition_count)
         self.partition_states.load({name: metadata.num_partitions for name, metadata in log_manager.topics().items()})
         self.replica_manager.leader_epoch_of = self.partition_states.leader_epoch
+        self.coordinators = CoordinatorRouting(self.cluster, self.partition_states, partition_count)
         if self.config.cleaner.enable:
             self.log_cleaner.startup()
         admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
@@ -166,6 +172,7 @@ class KafkaServer:
             authorizer=authorizer,
             scram_credentials=self.scram_credentials,
             quotas=self.quotas,
+            coordinators=self.coordinators,
         )
         # The HTTP port is bound and listening before the Kafka listeners (a client that got a Metadata answer can
         # connect to it and scrape); its server starts right after them (_serve_admin_http).
@@ -237,9 +244,12 @@ class KafkaServer:
             admin_http.routes[("POST", "/admin/erase")] = Erasure(
                 self.log_manager, self.replica_manager, self.log_cleaner, self.clock).erase
             from minikafka.broker.faults.cluster_faults import ClusterFaults
+            from minikafka.broker.faults.coordinator_faults import CoordinatorFaults
 
+            assert self.coordinators is not None
             FaultRoutes(self.faults, ClusterFaults(self.cluster, self.partition_states, self.stop_broker,
-                                                   self.start_broker)).register(admin_http.routes)
+                                                   self.start_broker),
+                        CoordinatorFaults(self.coordinators)).register(admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
                     self.share_coordinator, self.faults).register(admin_http)
             await admin_http.start(sockets)

@@ -10,6 +10,7 @@ its admin port (the names of `MiniKafka.faults`, in kebab case):
     minikafka faults elect-leader TOPIC PARTITION ID
     minikafka faults stop-broker ID
     minikafka faults start-broker ID
+    minikafka faults move-coordinator group|transaction|share KEY ID
     minikafka faults describe
 
 Prints the faults in force as JSON. Exit 0 when set; 2 for a fault the broker refuses or bad arguments (one line
@@ -76,6 +77,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     start = add("start-broker", "reopen a stopped broker's listeners; it rejoins the ISR",
                 lambda faults, args: faults.start_broker(args.id))
     start.add_argument("id", help="the broker id")
+    move = add("move-coordinator", "make a broker the coordinator of a group id, transactional id or share key "
+                                   "(the leader of its internal partition)",
+               lambda faults, args: faults.move_coordinator(args.kind, args.key, args.id))
+    move.add_argument("kind", help="group, transaction or share")
+    move.add_argument("key", help="the group id, transactional id or groupId:topicId:partition")
+    move.add_argument("id", help="the broker id of the new coordinator")
     add("describe", "print the faults in force", lambda faults, _args: faults.describe())
 
 

@@ -75,6 +75,11 @@ class Faults:
         """Broker `id` listens again on its ports and rejoins the ISR of its partitions."""
         return self._post("start-broker", id=id)
 
+    def move_coordinator(self, kind: str, key: str, id: int) -> dict[str, Any]:
+        """Broker `id` becomes the coordinator of `key` ("group": a group id, "transaction": a transactional id,
+        "share": "groupId:topicId:partition"): it is elected leader of the key's internal partition."""
+        return self._post("move-coordinator", kind=kind, key=key, id=id)
+
     def describe(self) -> dict[str, Any]:
         """The faults in force."""
         return self._request("GET", FAULTS_PATH, {})

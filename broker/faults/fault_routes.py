@@ -10,6 +10,7 @@ routes, so the same guard and credentials apply to them.
     POST /admin/faults/elect-leader?topic=T&partition=P&id=ID
     POST /admin/faults/stop-broker?id=ID
     POST /admin/faults/start-broker?id=ID
+    POST /admin/faults/move-coordinator?kind=group|transaction|share&key=KEY&id=ID
 
 Each answers 200 with the faults in force (JSON, as `GET /admin/faults`), or 400 `{"error": "..."}` naming the
 mistake (an unknown API, error or broker, a missing or malformed parameter). Event-loop thread only.
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikafka.broker.faults.cluster_faults import ClusterFaults
+from minikafka.broker.faults.coordinator_faults import CoordinatorFaults
 from minikafka.broker.faults.fault_names import FaultInputError
 from minikafka.broker.faults.fault_state import FaultState
 
@@ -49,9 +51,11 @@ def _required(query: Query, name: str) -> str:
 class FaultRoutes:
     """Serves `/admin/faults*` from one `FaultState` and the `ClusterFaults` (elections, broker stops)."""
 
-    def __init__(self, state: FaultState, cluster: ClusterFaults | None = None) -> None:
+    def __init__(self, state: FaultState, cluster: ClusterFaults | None = None,
+                 coordinators: CoordinatorFaults | None = None) -> None:
         self.state = state
         self.cluster = cluster
+        self.coordinators = coordinators
 
     def register(self, routes: dict[tuple[str, str], Callable[[Query], Awaitable[Reply]]]) -> None:
         routes[("GET", FAULTS_PATH)] = self.describe
@@ -60,7 +64,7 @@ class FaultRoutes:
                             ("clear-faults", self.clear_faults)):
             routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_input(route)
         for name, cluster_route in (("elect-leader", self.elect_leader), ("stop-broker", self.stop_broker),
-                                    ("start-broker", self.start_broker)):
+                                    ("start-broker", self.start_broker), ("move-coordinator", self.move_coordinator)):
             routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_cluster_input(cluster_route)
 
     async def describe(self, _query: Query) -> Reply:
@@ -92,6 +96,11 @@ class FaultRoutes:
 
     async def start_broker(self, query: Query) -> None:
         await self._cluster().start_broker(_required(query, "id"))
+
+    async def move_coordinator(self, query: Query) -> None:
+        if self.coordinators is None:
+            raise FaultInputError("this broker has no coordinator faults")
+        self.coordinators.move_coordinator(_required(query, "kind"), _required(query, "key"), _required(query, "id"))
 
     def _refusing_bad_input(self, route: Callable[[Query], None]) -> Callable[[Query], Awaitable[Reply]]:
         async def serve(query: Query) -> Reply:

@@ -53,7 +53,7 @@ GROUP_CONFIG_DEF = ConfigDef(
             ConfigType.SHORT,
             3,
             at_least(1),
-            "Accepted for compatibility; a single node always uses 1.",
+            "The replication factor of __consumer_offsets with several brokers (a single broker uses 1).",
         ),
         ConfigKey(
             "offsets.topic.segment.bytes",

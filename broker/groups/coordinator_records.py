@@ -191,5 +191,7 @@ def java_string_hash(text: str) -> int:
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka's group -> __consumer_offsets partition: Utils.abs(groupId.hashCode) % partitions."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
+    """Kafka's group -> __consumer_offsets partition: Utils.abs(groupId.hashCode) % partitions (Utils.abs is
+    Math.abs, with Integer.MIN_VALUE -> 0; not `hash & 0x7fffffff`, which differs for every negative hash)."""
+    value = java_string_hash(group_id)
+    return (0 if value == -(1 << 31) else abs(value)) % num_partitions

@@ -15,6 +15,7 @@ from typing import Any
 
 from minikafka.broker.admin_manager import INTERNAL_TOPICS
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import TRANSACTION, elsewhere
 from minikafka.broker.security.authorize import (
     AclOperation,
     ResourceType,
@@ -51,6 +52,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         requested_errors = {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in requested}
         return cls(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(cls, requested_errors))
     errors = _partition_errors(ctx, session, requested)
+    if not errors and elsewhere(ctx.coordinators, ctx.node_id, TRANSACTION, request.v3_and_below_transactional_id):
+        errors = {tp: ErrorCode.NOT_COORDINATOR for tp in requested}
     if not errors:
         error = ctx.txn_coordinator.handle_add_partitions(
             request.v3_and_below_transactional_id,
@@ -71,6 +74,8 @@ def _handle_batch(ctx: BrokerContext, event: RequestReceived, session: Session, 
     for transaction in event.request.transactions:
         requested = [(topic.name, partition) for topic in transaction.topics for partition in topic.partitions]
         errors = _partition_errors(ctx, session, requested, check_write=False)
+        if not errors and elsewhere(ctx.coordinators, ctx.node_id, TRANSACTION, transaction.transactional_id):
+            errors = {tp: ErrorCode.NOT_COORDINATOR for tp in requested}
         if not errors and transaction.verify_only:
             errors = ctx.txn_coordinator.verify_partitions_in_transaction(
                 transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, requested)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.security.authorize import (
     AclOperation,
     ResourceType,
@@ -48,6 +49,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     for group_id in request.group_ids:
         if group_id not in describable:
             groups.append(group_cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                                    group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0,
+                                    assignor_name="", members=[]))
+            continue
+        if elsewhere(ctx.coordinators, ctx.node_id, GROUP, group_id):
+            groups.append(group_cls(error_code=ErrorCode.NOT_COORDINATOR, error_message=None,
                                     group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0,
                                     assignor_name="", members=[]))
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.security.authorize import (
     AclOperation,
     ResourceType,
@@ -44,6 +45,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                                     authorized_operations=None))
             continue
         error, summary = ctx.group_coordinator.admin.handle_describe_group(group_id)
+        if elsewhere(ctx.coordinators, ctx.node_id, GROUP, group_id):
+            error = ErrorCode.NOT_COORDINATOR
         if event.api_version >= NOT_FOUND_VERSION and error == ErrorCode.NONE and (
                 group_id in not_classic or summary.state == DEAD_STATE):
             message = f"Group {group_id} is not a classic group." if group_id in not_classic else \

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import TRANSACTION, elsewhere
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
@@ -21,6 +22,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     for transactional_id in event.request.transactional_ids:
         if not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             error, metadata = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+        elif elsewhere(ctx.coordinators, ctx.node_id, TRANSACTION, transactional_id):
+            error, metadata = ErrorCode.NOT_COORDINATOR, None
         else:
             error, metadata = ctx.txn_coordinator.describe_transaction(transactional_id)
         if metadata is None or error is not ErrorCode.NONE:

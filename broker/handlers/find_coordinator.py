@@ -1,13 +1,18 @@
-"""FindCoordinator (key 10), v0-4: this node coordinates every group (key_type 0) and every transactional id
-(key_type 1). Creates `__consumer_offsets` / `__transaction_state` on first use, as Kafka does; while the
-coordinator still loads its topic the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable)."""
+"""FindCoordinator (key 10), v0-6: the broker that coordinates a group id (key_type 0), a transactional id
+(key_type 1) or, v6+, a share partition's state (key_type 2, "groupId:topicId:partition"): the leader of the key's
+partition of the internal topic (`coordinator_routing.py`), whichever broker is asked; COORDINATOR_NOT_AVAILABLE
+while that partition has no leader. Creates `__consumer_offsets` / `__transaction_state` on first use, as Kafka
+does; while the coordinator still loads its topic the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable)."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import KEY_TYPES
+from minikafka.broker.partition_states import NO_LEADER
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
@@ -19,6 +24,7 @@ log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 
 
 def _denied(ctx: BrokerContext, session: Session, key: str, key_type: int) -> ErrorCode | None:
@@ -38,6 +44,16 @@ async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
         if not ctx.txn_coordinator.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         manager = ctx.txn_coordinator.manager
+    elif key_type == SHARE_KEY_TYPE:
+        # Kafka's SharePartitionKey.validate: "groupId:topicId:partition"
+        group_id, _, rest = key.partition(":")
+        topic_id, _, partition = rest.partition(":")
+        try:
+            uuid.UUID(topic_id)
+            int(partition)
+        except ValueError:
+            return ErrorCode.INVALID_REQUEST
+        return ErrorCode.NONE if group_id and ctx.share_coordinator is not None else ErrorCode.INVALID_REQUEST
     else:
         return ErrorCode.INVALID_REQUEST
     try:
@@ -50,18 +66,30 @@ async def _lookup(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode:
     return ErrorCode.NONE
 
 
+def _coordinator(ctx: BrokerContext, key: str, key_type: int, error: ErrorCode) -> tuple[int, ErrorCode]:
+    """(the broker coordinating `key`, the answer's error): COORDINATOR_NOT_AVAILABLE while its partition has no
+    leader (the broker id is then the first broker's, only to build an endpoint nobody is told)."""
+    if error is not ErrorCode.NONE or ctx.coordinators is None:
+        return ctx.cluster.coordinator_id, error
+    coordinator_id = ctx.coordinators.coordinator_id(KEY_TYPES[key_type], key)
+    if coordinator_id == NO_LEADER:
+        return ctx.cluster.coordinator_id, ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return coordinator_id, error
+
+
 async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -> Any:
     request = event.request
     version = event.api_version
     cls = response_class(ApiKey.FIND_COORDINATOR, version)
     key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
-    # the coordinators live on the first broker of the process, whichever broker is asked
-    coordinator_id = ctx.cluster.coordinator_id
-    advertised = ctx.cluster.endpoint(coordinator_id, session.listener_name)  # on the listener the request used
+    if key_type == SHARE_KEY_TYPE and version < 6:
+        key_type = -1  # INVALID_REQUEST, as Kafka refuses a share key before v6
     if version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
             error = _denied(ctx, session, key, key_type) or await _lookup(ctx, key, key_type)
+            coordinator_id, error = _coordinator(ctx, key, key_type, error)
+            advertised = ctx.cluster.endpoint(coordinator_id, session.listener_name)  # the listener asked on
             ok = error is ErrorCode.NONE
             coordinators.append(
                 cls.Coordinator(
@@ -75,6 +103,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             )
         return cls(throttle_time_ms=0, coordinators=coordinators)
     error = _denied(ctx, session, request.key, key_type) or await _lookup(ctx, request.key, key_type)
+    coordinator_id, error = _coordinator(ctx, request.key, key_type, error)
+    advertised = ctx.cluster.endpoint(coordinator_id, session.listener_name)
     ok = error is ErrorCode.NONE
     return cls(
         throttle_time_ms=0,

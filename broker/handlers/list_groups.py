@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize_cluster, authorized_names
 from minikafka.broker.session import Session
 from minikafka.protocol.api_keys import ApiKey
@@ -27,6 +28,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             groups = groups + [
                 (group_id, "share", group.state.value, "share") for group_id, group in share.groups.items()
                 if not state_filter or group.state.value.lower() in state_filter]
+    # each broker lists the groups of the __consumer_offsets partitions it leads, as Kafka's coordinators do
+    groups = [group for group in groups if not elsewhere(ctx.coordinators, ctx.node_id, GROUP, group[0])]
     if not authorize_cluster(ctx, session, AclOperation.DESCRIBE):  # else only the groups it may describe
         describable = authorized_names(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP,
                                        (group[0] for group in groups))

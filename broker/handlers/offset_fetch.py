@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.groups.group_metadata import OffsetAndMetadata
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
@@ -34,6 +35,8 @@ def _fetch(ctx: BrokerContext, session: Session, group_id: str, topics: Any,
     by_topic: Fetched = defaultdict(list)
     if not authorize(ctx, session, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif elsewhere(ctx.coordinators, ctx.node_id, GROUP, group_id):
+        error = ErrorCode.NOT_COORDINATOR
     else:
         offsets_api = ctx.group_coordinator.offsets
         error, offsets = offsets_api.handle_fetch_offsets(

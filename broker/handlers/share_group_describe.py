@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.security.authorize import (
     AclOperation,
     ResourceType,
@@ -34,6 +35,10 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     groups = []
     for group_id in request.group_ids:
         group = share.groups.get(group_id) if share is not None else None
+        if group_id in describable and elsewhere(ctx.coordinators, ctx.node_id, GROUP, group_id):
+            groups.append(group_cls(error_code=ErrorCode.NOT_COORDINATOR, error_message=None, group_id=group_id,
+                                    group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=[]))
+            continue
         if group_id not in describable or group is None:
             denied = group_id not in describable
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED if denied else ErrorCode.GROUP_ID_NOT_FOUND

@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from minikafka.broker.context import BrokerContext
+from minikafka.broker.coordinator_routing import GROUP, elsewhere
 from minikafka.broker.security.authorize import AclOperation, ResourceType, authorize, authorized_names
 from minikafka.broker.session import Session
 from minikafka.broker.share.share_coordinator import ShareCoordinator
@@ -50,6 +51,8 @@ async def handle_describe(ctx: BrokerContext, event: RequestReceived, session: S
                                     error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None))
             continue
         status = ctx.group_coordinator.validate_group_status(group.group_id)
+        if elsewhere(ctx.coordinators, ctx.node_id, GROUP, group.group_id):
+            status = ErrorCode.NOT_COORDINATOR
         if share is None or status is not ErrorCode.NONE:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE if share is None else status
             groups.append(group_cls(group_id=group.group_id, topics=[], error_code=error, error_message=None))

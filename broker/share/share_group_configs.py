@@ -69,6 +69,12 @@ SHARE_GROUP_BROKER_CONFIG_DEF = ConfigDef(
             "The number of partitions of __share_group_state.",
         ),
         _int(
+            "share.coordinator.state.topic.replication.factor",
+            3,
+            at_least(1),
+            "The replication factor of __share_group_state with several brokers (a single broker uses 1).",
+        ),
+        _int(
             "share.coordinator.snapshot.update.records.per.snapshot",
             500,
             at_least(0),

@@ -26,7 +26,7 @@ TRANSACTION_CONFIG_DEF = ConfigDef(
             ConfigType.SHORT,
             3,
             at_least(1),
-            "Accepted for compatibility; a single node always uses 1.",
+            "The replication factor of __transaction_state with several brokers (a single broker uses 1).",
         ),
         ConfigKey(
             "transaction.state.log.segment.bytes",
