@@ -1,10 +1,11 @@
 """`CoordinatorRouting`: which broker of the process coordinates a group id, a transactional id or a share
 partition's state, as Kafka decides it: the leader of the key's partition of the coordinator's internal topic.
 
-Kafka's rules (GroupCoordinatorService, TransactionStateManager, ShareCoordinatorService `partitionFor`):
-`Utils.abs(key.hashCode) % partitions` of `__consumer_offsets` (group id), `__transaction_state` (transactional id)
-and `__share_group_state` (key "groupId:topicId:partition"), with the one hash the coordinators store their records
-by (`coordinator_records.partition_for`). The coordinator is that partition's leader; a leaderless partition has no
+As Kafka's GroupCoordinatorService, TransactionStateManager and ShareCoordinatorService `partitionFor` pick a
+partition of `__consumer_offsets` (group id), `__transaction_state` (transactional id) and `__share_group_state`
+(key "groupId:topicId:partition"), with the one hash the coordinators store their records by
+(`coordinator_records.partition_for`: Kafka's `Utils.abs(hashCode) % partitions` but for negative hash codes, see
+there). The coordinator is that partition's leader; a leaderless partition has no
 coordinator (FindCoordinator: COORDINATOR_NOT_AVAILABLE; the coordinator's requests: NOT_COORDINATOR everywhere).
 Leadership moves (elect_leader, stop_broker, `move_coordinator`) move the coordinator with it; the coordinators'
 state stays one copy in the process, so a move changes only which broker answers.

@@ -1,5 +1,5 @@
 """Coordinators spread over several brokers (`minikafka.brokers=3`), on the wire: FindCoordinator answers the leader
-of the key's `__consumer_offsets` / `__transaction_state` partition (Kafka's `Utils.abs(key.hashCode) %
+of the key's `__consumer_offsets` / `__transaction_state` partition (`(key.hashCode & 0x7fffffff) %
 partitions`), the other brokers answer NOT_COORDINATOR to the group and transaction requests, ListGroups lists only
 the groups a broker coordinates, and the coordinator moves with its partition's leadership (`move_coordinator`,
 `stop_broker`) without losing a committed offset. Internal topics take their replication factor from
@@ -69,12 +69,12 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniKafka]:
 
 
 def kafka_partition_for(key: str) -> int:
-    """Kafka's `Utils.abs(key.hashCode()) % partitions`, written out independently of the broker's code."""
+    """`(key.hashCode() & 0x7fffffff) % partitions` (coordinator_records.partition_for: Kafka's rule but for
+    negative hash codes), written out independently of the broker's code."""
     value = 0
     for char in key:  # the keys below are ASCII: one UTF-16 unit each
         value = (31 * value + ord(char)) & 0xFFFFFFFF
-    signed = value - (1 << 32) if value >= 1 << 31 else value
-    return (0 if signed == -(1 << 31) else abs(signed)) % PARTITIONS
+    return (value & 0x7FFFFFFF) % PARTITIONS
 
 
 def find(kafka: MiniKafka, keys: list[str], key_type: int = 0, via: int = 1, version: int = 4) -> dict[str, Any]:

@@ -289,6 +289,9 @@ def test_request_faults_apply_to_the_broker_they_name(kafka: MiniKafka) -> None:
         try:
             assert list_offsets(one, "faulted", [0]) == {0: NONE}  # broker 1 is not faulted
             assert list_offsets(two, "faulted", [0]) == {0: 56}  # the pushed error, before the leader check
+            assert list_offsets(two, "faulted", [0]) == {0: 56}  # a stale-metadata error: until the client looks
+            two.request(MetadataRequest[12](topics=None, allow_auto_topic_creation=False,
+                                            include_topic_authorized_operations=False))
             assert list_offsets(two, "faulted", [0]) == {0: NOT_LEADER_OR_FOLLOWER}  # used up: served again
         finally:
             kafka.faults.clear_faults()
