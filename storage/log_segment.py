@@ -311,16 +311,25 @@ class LogSegment:
             batch = self.log.read(start_position, first_size)
             return batch, (_last_offset(batch, 0) if len(batch) == first_size else -1)
         data = self.log.read(start_position, min(max_bytes, limit - start_position))
-        end = 0
-        last_start = -1
         size = len(data)
+        # Where the whole batches end: scan the batch lengths from the last indexed batch start in the read (one
+        # every index.interval.bytes) rather than from its first batch, which for a 1 MiB read of 16 KB batches
+        # is one step instead of sixty. A scan that finds no whole batch after its start does not know where the
+        # batch before it began, so the next earlier start is tried, and the read's own start last.
+        starts = self.offset_index.positions_below(start_position + size, start_position + 1)
+        starts.append(start_position)
         unpack_length = _BATCH_LENGTH.unpack_from
-        while end + LOG_OVERHEAD <= size:
-            next_end = end + unpack_length(data, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
-            if next_end > size:
+        for scan_from in starts:
+            end = scan_from - start_position
+            last_start = -1
+            while end + LOG_OVERHEAD <= size:
+                next_end = end + unpack_length(data, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+                if next_end > size:
+                    break
+                last_start = end
+                end = next_end
+            if last_start >= 0:
                 break
-            last_start = end
-            end = next_end
         last = -1 if last_start < 0 else _last_offset(data, last_start)
         return (data if end == size else memoryview(data)[:end]), last
 
