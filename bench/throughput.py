@@ -1,7 +1,7 @@
 """Produce/consume throughput of minikafka vs. Apache Kafka, measured side by side with Kafka's own tools.
 
     .venv/bin/python -m bench.throughput [--quick] [--only apache|minikafka] [--scale F] [--compression none,lz4]
-        [--warm-up-records N] [--rounds N] [--latency SECONDS] [--no-record]
+        [--warm-up-records N] [--rounds N [--baseline-src OTHER_CHECKOUT/src]] [--latency SECONDS] [--no-record]
 
 The load generator is the same for both brokers: org.apache.kafka.tools.ProducerPerformance and
 ConsumerPerformance from the Apache Kafka jars (bench/kafka_jars.py). Matrix: record sizes 1024 and 100 bytes,
@@ -188,17 +188,19 @@ def minikafka_broker(work_dir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def minikafka_server(work_dir: Path) -> Iterator[tuple[str, int]]:
-    """`minikafka serve` in a subprocess (its own process group) on a free loopback port; yields (bootstrap, pid)."""
+def minikafka_server(work_dir: Path, source: Path | None = None) -> Iterator[tuple[str, int]]:
+    """`minikafka serve` in a subprocess (its own process group) on a free loopback port; yields (bootstrap, pid).
+    `source`: another checkout's `src` directory to run instead of this one (same interpreter and packages)."""
     port = free_port()
     script = REPO_ROOT / ".venv" / "bin" / "minikafka"
-    base = [str(script)] if script.exists() else [sys.executable, "-m", "minikafka.broker"]
+    base = [str(script)] if script.exists() and source is None else [sys.executable, "-m", "minikafka.broker"]
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
     overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
                  "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0"]  # as bench/apache_kafka.py
     command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]
     with open(work_dir / "minikafka.log", "ab") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(command, cwd=REPO_ROOT if source is None else source, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -364,8 +366,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="N > 1: both brokers running at once, every case on both back to back per round; "
                         "medians and paired ratios (bench/throughput_rounds.py)")
+    parser.add_argument("--baseline-src", type=Path, default=None, metavar="SRC",
+                        help="with --rounds N > 1: also run another checkout's minikafka (its src/ directory, e.g. "
+                        "a `git worktree add --detach` of main) as broker `baseline` in every round, and add a "
+                        "table of this checkout against it (paired ratios)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
     args = parser.parse_args(argv)
+    if args.baseline_src is not None and (args.rounds < 2 or not (args.baseline_src / "minikafka").is_dir()):
+        parser.error("--baseline-src needs --rounds N > 1 and a directory holding the minikafka package")
     if args.latency_only and not args.latency:
         parser.error("--latency-only needs --latency SECONDS")
     if args.rounds < 1:
@@ -382,10 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-") as work:
         if args.rounds > 1:
             # it imports this module
-            from bench.throughput_rounds import measure_rounds, rounds_results, rounds_tables
+            from bench.throughput_rounds import baseline_table, measure_rounds, rounds_results, rounds_tables
 
             round_results = measure_rounds(Path(work), lib_dir, cases, args, latencies, notes)
             rendered = rounds_tables(round_results, cases)
+            if args.baseline_src is not None:
+                rendered += "\n\n" + baseline_table(round_results, cases)
             figures = rounds_results(round_results, cases, command)
         else:
             measure_in_turn(Path(work), lib_dir, cases, args, results, latencies, notes)

@@ -36,19 +36,24 @@ from bench.throughput import (
 )
 from tests.apache_kafka import ApacheKafka
 
+#: the name of the broker run from `--baseline-src` (another checkout of minikafka)
+BASELINE = "baseline"
+
 # broker -> case -> one (produce, consume (group), consume (assign)) per round
 RoundResults = dict[str, dict[Case, list[tuple[Measurement, ...]]]]
 
 
-def _start(stack: ExitStack, name: str, work: Path, lib_dir: Path, notes: list[str]) -> RunningBroker | None:
-    """Start `name` for the rest of `stack`; None (and a note) if minikafka does not come up, as in `--rounds 1`."""
+def _start(stack: ExitStack, name: str, work: Path, lib_dir: Path, notes: list[str],
+           source: Path | None = None) -> RunningBroker | None:
+    """Start `name` for the rest of `stack`; None (and a note) if minikafka does not come up, as in `--rounds 1`.
+    BASELINE is minikafka run from `source` (another checkout's src/)."""
     if name == "apache":
         kafka = stack.enter_context(ApacheKafka(work / "apache", lib_dir=lib_dir))
         assert kafka.process is not None
         return RunningBroker(name, kafka.process.pid, {"PLAINTEXT": kafka.bootstrap})
-    (work / "mk").mkdir()
+    (work / name).mkdir()
     try:
-        bootstrap, pid = stack.enter_context(minikafka_server(work / "mk"))
+        bootstrap, pid = stack.enter_context(minikafka_server(work / name, source if name == BASELINE else None))
     except RuntimeError as exc:
         notes.append(f"minikafka not measured: {str(exc).splitlines()[0]}")
         print(f"minikafka could not be measured: {exc}", file=sys.stderr)
@@ -62,16 +67,21 @@ def measure_rounds(work: Path, lib_dir: Path, cases: list[Case], args: argparse.
     each broker's idle CPU and latency case; the brokers stop on return."""
     results: RoundResults = {}
     with ExitStack() as stack:
-        started = [_start(stack, name, work, lib_dir, notes) for name in BROKERS if args.only in (None, name)]
+        names = [name for name in BROKERS if args.only in (None, name)]
+        if getattr(args, "baseline_src", None) is not None:
+            names.append(BASELINE)
+            notes.append(f"broker {BASELINE}: minikafka from {args.baseline_src}")
+        started = [_start(stack, name, work, lib_dir, notes, getattr(args, "baseline_src", None)) for name in names]
         brokers = [broker for broker in started if broker is not None]
         for broker in brokers:
             print(f"[{broker.name}] warm-up: {args.warm_up_records} records per record size and codec", flush=True)
             warm_up(broker.bootstraps["PLAINTEXT"], lib_dir, cases, args.warm_up_records)
         if len(brokers) > 1:
-            notes.append(f"{args.rounds} rounds; {brokers[0].name} ran each operation first in odd rounds, "
-                         f"{brokers[1].name} in even rounds")
+            notes.append(f"{args.rounds} rounds; the order of the brokers ({', '.join(b.name for b in brokers)}) "
+                         "turns by one each round, so each goes first in turn")
         for round_index in range(args.rounds):
-            order = brokers if round_index % 2 == 0 else brokers[::-1]
+            shift = round_index % max(1, len(brokers))
+            order = brokers[shift:] + brokers[:shift]
             for index, case in enumerate(cases):
                 print(f"round {round_index + 1}/{args.rounds}: {case.label}, {case.num_records} records", flush=True)
                 measure_case(order, f"{case_topic(index, case)}-r{round_index + 1}", lib_dir, case, results)
@@ -152,3 +162,21 @@ def rounds_results(results: RoundResults, cases: list[Case], command: str) -> li
 def _joined(values: list[float], digits: int) -> str:
     """One value per round, `; `-separated (`_fmt` puts commas in thousands)."""
     return "; ".join(_fmt(value, digits) for value in values) or "n/a"
+
+
+def baseline_table(results: RoundResults, cases: list[Case]) -> str:
+    """This checkout's minikafka against the `--baseline-src` one, measured in the same rounds: median CPU-s/GB of
+    each and the median of the rounds' own ratios (this / baseline), with each one's paired ratio to Kafka."""
+    lines = ["| case | op | baseline CPU-s/GB | this CPU-s/GB | this / baseline (paired) | baseline / Kafka "
+             "| this / Kafka | rounds (this / baseline) |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for case in cases:
+        for slot, op in enumerate(OPS):
+            base = [measured[slot].cpu_s_per_gb for measured in results.get(BASELINE, {}).get(case, [])]
+            ours = [measured[slot].cpu_s_per_gb for measured in results.get("minikafka", {}).get(case, [])]
+            apache = [measured[slot].cpu_s_per_gb for measured in results.get("apache", {}).get(case, [])]
+            paired = _ratios(ours, base)
+            lines.append(f"| {case.label} | {op} | {_fmt(_median(base), 2)} | {_fmt(_median(ours), 2)} | "
+                         f"{_times(_median(paired))} | {_times(_median(_ratios(base, apache)))} | "
+                         f"{_times(_median(_ratios(ours, apache)))} | {_joined(paired, 2)} |")
+    return "\n".join(lines)

@@ -277,6 +277,14 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._relative_offsets[i], self._positions[i]
 
+    def positions_below(self, position: int, floor: int) -> list[int]:
+        """The indexed batch positions in `[floor, position)`, nearest first, at most three: where a forward scan
+        of batch lengths can start instead of at `floor` (each entry is the start of a batch)."""
+        self._ensure_loaded()
+        positions = self._positions
+        i = bisect.bisect_left(positions, position)
+        return [found for found in positions[max(0, i - 3):i][::-1] if found >= floor]
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= `offset`."""
         self._ensure_loaded()

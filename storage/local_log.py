@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from minikafka.protocol.errors import KafkaStorageError
-from minikafka.protocol.records import batch_header
 from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import (
@@ -59,15 +58,6 @@ def storage_errors(topic_partition: str, log: UnifiedLog | None = None) -> Itera
         raise KafkaStorageError(f"Error while accessing the log of {topic_partition}: {exc}") from exc
 
 
-def last_offset_of(data: bytes | memoryview) -> int:
-    """Last offset of the last whole batch in `data` (whole batches only)."""
-    position, last = 0, -1
-    while position + batch_header.LOG_OVERHEAD <= len(data):
-        last = batch_header.last_offset(data, position)
-        position += batch_header.batch_size(data, position)
-    return last
-
-
 def collect_aborted_transactions(
     segments: Sequence[LogSegment], start_offset: int, upper_bound_offset: int
 ) -> list[AbortedTransaction]:
@@ -91,10 +81,11 @@ def parse_topic_partition(dir: Path) -> tuple[str, int]:
 
 
 def read_segments(segments: Sequence[LogSegment], start_offset: int, limit_offset: int, max_bytes: int,
-                  min_one_message: bool) -> bytes | memoryview:
-    """Whole batches from `start_offset` below `limit_offset`, across segments (Kafka's LocalLog.read); the
-    caller has checked that `start_offset` is in range."""
+                  min_one_message: bool) -> tuple[bytes | memoryview, int]:
+    """Whole batches from `start_offset` below `limit_offset`, across segments (Kafka's LocalLog.read), and the
+    last offset of the last of them (-1 when none); the caller has checked that `start_offset` is in range."""
     chunks: list[bytes | memoryview] = []
+    last_offset = -1
     remaining = max_bytes
     index = max(0, bisect.bisect_right([s.base_offset for s in segments], start_offset) - 1)
     offset = start_offset
@@ -105,12 +96,14 @@ def read_segments(segments: Sequence[LogSegment], start_offset: int, limit_offse
         if limit_offset < segment.next_offset:
             found = segment.translate_offset(limit_offset)
             max_position = found[0] if found is not None else None
-        data = segment.read(offset, remaining, max_position, min_one_message and not chunks)
+        data, data_last_offset = segment.read_with_last_offset(offset, remaining, max_position,
+                                                               min_one_message and not chunks)
         read_to_offset = offset
         if data:
             chunks.append(data)
             remaining -= len(data)
-            read_to_offset = last_offset_of(data) + 1
+            last_offset = data_last_offset
+            read_to_offset = data_last_offset + 1
         # A segment not read to its end ends the response, also when not even its next batch fitted
         # (data empty): appending a later segment's batches would leave a hole of offsets that clients
         # skip, as their position moves past every batch they receive. (A non-empty segment's next
@@ -118,7 +111,7 @@ def read_segments(segments: Sequence[LogSegment], start_offset: int, limit_offse
         if not segment.is_empty and read_to_offset < min(segment.next_offset, limit_offset):
             break
         offset = max(offset, segment.next_offset)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one segment's read is not copied
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), last_offset  # one segment's read: no copy
 
 
 def replace_segments(segments: list[LogSegment], dir: Path, topic_partition: str, new_segments: list[LogSegment],

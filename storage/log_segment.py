@@ -19,6 +19,7 @@ from pathlib import Path
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
 from minikafka.protocol.records.batch_header import LENGTH_OFFSET
+from minikafka.protocol.records.batch_header import last_offset as _last_offset
 from minikafka.storage.file_records import FileRecords
 from minikafka.storage.indexes import IndexCorruptError, OffsetIndex, TimeIndex
 from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
@@ -290,25 +291,47 @@ class LogSegment:
         """Whole batches from the one containing `start_offset`, up to `max_bytes` (at least one batch if
         `min_one_message`), never past `max_position` (a batch boundary). The bytes are read from the file once:
         when the read ends inside a batch, the result is a memoryview of its whole batches, not a copy."""
+        return self.read_with_last_offset(start_offset, max_bytes, max_position, min_one_message)[0]
+
+    def read_with_last_offset(
+        self, start_offset: int, max_bytes: int, max_position: int | None = None, min_one_message: bool = True
+    ) -> tuple[bytes | memoryview, int]:
+        """`read()`'s batches and the last offset of the last of them (-1 when none): the scan that finds where
+        the whole batches end also finds the last one's header, so a Fetch never walks the batches again."""
         found = self._find_batch(start_offset)
         if found is None:
-            return b""
+            return b"", -1
         start_position, _, first_size = found
         limit = self.log.size_bytes if max_position is None else min(max_position, self.log.size_bytes)
         if start_position + first_size > limit:
-            return b""
+            return b"", -1
         if first_size > max_bytes:  # the first batch alone is over the limit: all of it, or nothing
-            return self.log.read(start_position, first_size) if min_one_message else b""
+            if not min_one_message:
+                return b"", -1
+            batch = self.log.read(start_position, first_size)
+            return batch, (_last_offset(batch, 0) if len(batch) == first_size else -1)
         data = self.log.read(start_position, min(max_bytes, limit - start_position))
-        end = 0
         size = len(data)
+        # Where the whole batches end: scan the batch lengths from the last indexed batch start in the read (one
+        # every index.interval.bytes) rather than from its first batch, which for a 1 MiB read of 16 KB batches
+        # is one step instead of sixty. A scan that finds no whole batch after its start does not know where the
+        # batch before it began, so the next earlier start is tried, and the read's own start last.
+        starts = self.offset_index.positions_below(start_position + size, start_position + 1)
+        starts.append(start_position)
         unpack_length = _BATCH_LENGTH.unpack_from
-        while end + LOG_OVERHEAD <= size:
-            next_end = end + unpack_length(data, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
-            if next_end > size:
+        for scan_from in starts:
+            end = scan_from - start_position
+            last_start = -1
+            while end + LOG_OVERHEAD <= size:
+                next_end = end + unpack_length(data, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+                if next_end > size:
+                    break
+                last_start = end
+                end = next_end
+            if last_start >= 0:
                 break
-            end = next_end
-        return data if end == size else memoryview(data)[:end]
+        last = -1 if last_start < 0 else _last_offset(data, last_start)
+        return (data if end == size else memoryview(data)[:end]), last
 
     def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at/after `starting_offset` with timestamp >= target."""

@@ -35,7 +35,6 @@ from minikafka.storage.local_log import (
     collect_aborted_transactions,
     deletable_segment_count,
     delete_segment_files,
-    last_offset_of,
     parse_topic_partition,
     read_segments,
     roll_reason,
@@ -345,10 +344,11 @@ class UnifiedLog:
                     f"Received request for offset {start_offset} for partition {self.topic_partition}, but we "
                     f"only have log segments in the range {self.log_start_offset} to {end_offset}.")
             limit_offset = end_offset if max_offset is None else min(max_offset, end_offset)
-            records = read_segments(self._segments, start_offset, limit_offset, max_bytes, min_one_message)
+            records, last_offset = read_segments(self._segments, start_offset, limit_offset, max_bytes,
+                                                 min_one_message)
             aborted = None
             if include_aborted_transactions:
-                aborted = collect_aborted_transactions(self._segments, start_offset, last_offset_of(records) + 1) \
+                aborted = collect_aborted_transactions(self._segments, start_offset, last_offset + 1) \
                     if records else []
             return FetchDataInfo(records, self.high_watermark, self.log_start_offset, aborted)
 

@@ -190,6 +190,30 @@ def test_compacted_roll_interval_is_min_of_segment_ms_and_max_lag(make_log: LogF
     assert log.roll_if_due(clock.time_ms() + 2000)
 
 
+def test_reads_end_at_the_last_whole_batch_for_every_size_and_start(make_log: LogFactory) -> None:
+    """The read's end is found from the offset index's batch starts (LogSegment.read_with_last_offset); for every
+    start offset and max_bytes it must be the same cut as a scan of every batch length from the read's start, and
+    the reported last offset that of the last batch returned (batches of 1-5 records of varied sizes, an index
+    entry after most batches)."""
+    log = make_log({"index.interval.bytes": "150", "segment.bytes": "100000"})
+    for i in range(40):
+        log.append_as_leader(batch(*[b"v" * (20 + 37 * ((i + r) % 7)) for r in range(1 + i % 5)]))
+    segment = log.segments()[0]
+    assert segment.offset_index.entries > 10
+    everything = log.read(0, 1 << 20).records
+    batches = [(b.position, b.size_bytes, b.base_offset, b.last_offset) for b in iter_batches(everything)]
+    for first, (start, _, base, _) in enumerate(batches):
+        for max_bytes in range(1, len(everything) - start + 2, 13):
+            records, last = segment.read_with_last_offset(base, max_bytes)
+            fitting = [entry for entry in batches[first:] if entry[0] + entry[1] - start <= max_bytes]
+            if not fitting:  # min_one_message: the first batch whole
+                fitting = batches[first:first + 1]
+            end = fitting[-1][0] + fitting[-1][1]
+            assert bytes(records) == everything[start:end], (base, max_bytes)
+            assert last == fitting[-1][3], (base, max_bytes)
+            assert log.read(base, max_bytes).records == records
+
+
 def test_index_entries_and_trimmed_files(make_log: LogFactory) -> None:
     log = make_log({"index.interval.bytes": "100", "segment.bytes": "100000"})
     for i in range(20):
