@@ -113,6 +113,14 @@ class PartitionStates:
             self._save()
         return states[partition]
 
+    def partition_count(self, topic: str) -> int | None:
+        """The topic's partition count; None when there is no such topic."""
+        return self._partition_count(topic)
+
+    def items(self) -> list[tuple[str, list[PartitionState]]]:
+        """Every topic's partition states, by topic name (a copy of the outer lists)."""
+        return [(topic, list(states)) for topic, states in sorted(self._states.items())]
+
     def leader_epoch(self, topic: str, partition: int) -> int:
         return self.get(topic, partition).leader_epoch
 
@@ -208,6 +216,15 @@ class PartitionStates:
         if broker_id != state.leader:
             self._new_leader(topic, partition, state, broker_id)
             self._save()
+        return state
+
+    def change_leader(self, topic: str, partition: int, leader: int, isr: list[int] | None = None) -> PartitionState:
+        """An election's outcome (`leader_elections`): `leader` leads from a new epoch, with `isr` if given."""
+        state = self.get(topic, partition)
+        if isr is not None:
+            state.isr = list(isr)
+        self._new_leader(topic, partition, state, leader)
+        self._save()
         return state
 
     def broker_stopped(self, broker_id: int) -> None:

@@ -198,6 +198,9 @@ class KafkaServer:
             int(self.config["log.flush.start.offset.checkpoint.interval.ms"]),
             self._checkpoint_log_start_offsets,
         )
+        if self.config["auto.leader.rebalance.enable"] and len(self.cluster.broker_ids) > 1:
+            self._schedule("leader-rebalance", int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
+                           self._balance_leaders)
         flush_interval_ms = int(self.config["log.flush.scheduler.interval.ms"])
         if flush_interval_ms < 2**62:
             self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
@@ -375,6 +378,12 @@ class KafkaServer:
                     log.exception("periodic task %s failed; it will run again", name)
 
         self._tasks.append(asyncio.create_task(loop(), name=f"minikafka-{name}"))
+
+    async def _balance_leaders(self) -> None:
+        """Kafka's controller's periodic preferred-leader elections (auto.leader.rebalance.enable)."""
+        from minikafka.broker.leader_elections import balance_leaders
+
+        balance_leaders(self.partition_states)
 
     async def _roll_due_segments(self) -> None:
         await asyncio.to_thread(self.log_manager.roll_due_segments, self.clock.time_ms())
