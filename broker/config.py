@@ -64,6 +64,8 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "How often the preferred leaders are re-elected (auto.leader.rebalance.enable)."),
         ConfigKey("leader.imbalance.per.broker.percentage", ConfigType.INT, 10, at_least(0),
                   "Accepted for Kafka's sake; Kafka's KRaft controller, like minikafka, does not use it."),
+        ConfigKey("replica.lag.time.max.ms", ConfigType.LONG, 30_000, at_least(1),
+                  "A follower paused (pause_follower) behind the log end for this long leaves the ISR."),
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),

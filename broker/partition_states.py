@@ -2,13 +2,18 @@
 brokers of this process (`Cluster`), and the leader elections `stop_broker`, `start_broker` and `elect_leader`
 cause.
 
-One copy of the data is kept; the followers are simulated as caught up, so a running replica is always in sync and
-the high watermark is the log end offset. The rules are Kafka's (KRaft controller, no ELR, no unclean election):
+One copy of the data is kept; the followers are simulated as caught up, so a running replica is in sync and the
+high watermark is the log end offset, unless `pause_follower` holds one back (`FollowerStates`). The rules are
+Kafka's (KRaft controller, no ELR):
 - a new partition's replicas come from `replica_placer`; its ISR is its running replicas, its leader the first of
   them, epoch 0;
 - a stopped broker leaves every ISR; a partition it led elects the first running ISR member in replica order
-  (epoch + 1), or, when it was the last ISR member, goes leaderless (leader -1, epoch + 1, the ISR keeps it);
-- a started broker rejoins the ISR of every partition it is a replica of; a leaderless one elects it (epoch + 1);
+  (epoch + 1), or, when it was the last ISR member, the first running replica if the topic has
+  unclean.leader.election.enable (an unclean election: the ISR is that replica alone), else goes leaderless
+  (leader -1, epoch + 1, the ISR keeps it);
+- a started broker rejoins the ISR of every partition it is a replica of (not while a paused follower of it lags);
+  a leaderless one elects it (epoch + 1);
+- a paused follower elected leader truncates the log to its end first (`before_new_leader`);
 - each new leader epoch starts at the log end offset (Kafka's `maybeAssignEpochStartOffset`), which is what
   OffsetsForLeaderEpoch answers from (`LeaderEpochFileCache.endOffsetFor`).
 A partition without a recorded state (a log dir from before this file, an internal topic) gets one replica, the
@@ -24,6 +29,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.replica_placer import place_replicas
@@ -34,6 +40,9 @@ from minikafka.protocol.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
+
+if TYPE_CHECKING:
+    from minikafka.broker.follower_states import FollowerStates
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,14 @@ class PartitionStates:
         self._log_end_offset = log_end_offset
         self._partition_count = partition_count
         self._states: dict[str, list[PartitionState]] = {}
+        #: `FollowerStates`' hooks: a paused follower behind the log end may not rejoin the ISR; a paused follower
+        #: elected leader truncates the log to its own end first
+        self.is_lagging: Callable[[str, int, int], bool] = lambda topic, partition, replica: False
+        self.before_new_leader: Callable[[str, int, int], None] = lambda topic, partition, leader: None
+        #: the paused followers (set by `FollowerStates`): what an acks=all Produce waits on
+        self.followers: FollowerStates | None = None
+        #: whether a topic allows an unclean election when its last in-sync replica stops
+        self.unclean_leader_election_enable: Callable[[str], bool] = lambda topic: False
 
     # --- persistence ---------------------------------------------------------------------------------------
     def load(self, topics: dict[str, int]) -> None:
@@ -227,6 +244,22 @@ class PartitionStates:
         self._save()
         return state
 
+    def shrink_isr(self, topic: str, partition: int, replica: int) -> None:
+        """A follower that fell behind leaves the ISR (never its last member)."""
+        state = self.get(topic, partition)
+        if replica in state.isr and len(state.isr) > 1:
+            state.isr = [member for member in state.isr if member != replica]
+            self._save()
+
+    def expand_isr(self, topic: str, partition: int, replica: int) -> None:
+        """A follower that caught up rejoins the ISR (a leaderless partition elects it)."""
+        state = self.get(topic, partition)
+        if replica not in state.isr:
+            state.isr = [member for member in state.replicas if member in state.isr or member == replica]
+        if state.leader == NO_LEADER:
+            self._new_leader(topic, partition, state, replica)
+        self._save()
+
     def broker_stopped(self, broker_id: int) -> None:
         for topic, states in self._states.items():
             for index, state in enumerate(states):
@@ -236,14 +269,27 @@ class PartitionStates:
                 if remaining:
                     state.isr = remaining
                 if state.leader == broker_id:
-                    self._new_leader(topic, index, state, remaining[0] if remaining else NO_LEADER)
+                    leader = remaining[0] if remaining else self._unclean_leader(topic, state, broker_id)
+                    if not remaining and leader != NO_LEADER:
+                        state.isr = [leader]
+                    self._new_leader(topic, index, state, leader)
         self._save()
+
+    def _unclean_leader(self, topic: str, state: PartitionState, stopped: int) -> int:
+        """Kafka's unclean election when the last in-sync replica stops: the first running replica, if the topic
+        has unclean.leader.election.enable (else none: the partition goes leaderless)."""
+        if not self.unclean_leader_election_enable(topic):
+            return NO_LEADER
+        return next((replica for replica in state.replicas
+                     if replica != stopped and self.cluster.is_running(replica)), NO_LEADER)
 
     def broker_started(self, broker_id: int) -> None:
         for topic, states in self._states.items():
             for index, state in enumerate(states):
                 if broker_id not in state.replicas:
                     continue
+                if self.is_lagging(topic, index, broker_id):
+                    continue  # a paused follower behind the log end stays out until resume_follower
                 if broker_id not in state.isr:
                     state.isr = [replica for replica in state.replicas if replica in state.isr or replica == broker_id]
                 if state.leader == NO_LEADER:
@@ -251,6 +297,8 @@ class PartitionStates:
         self._save()
 
     def _new_leader(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
+        if leader != NO_LEADER:
+            self.before_new_leader(topic, partition, leader)
         state.leader = leader
         state.leader_epoch += 1
         if leader == NO_LEADER:

@@ -12,6 +12,7 @@ generic one, at a fraction of its cost per request); this broker never sets the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -72,9 +73,11 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     replica_manager = ctx.replica_manager
     failed = False
     topics = []
+    #: acks=all appends a paused follower in the ISR holds back: (result list, position, topic, partition, offset)
+    waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             records = partition_data.records
@@ -109,6 +112,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 else:
                     result = PartitionProduceResponse(index, ErrorCode.NONE, info.first_offset,
                                                       info.log_append_time_ms, info.log_start_offset)
+                    if acks == -1 and replica_manager.log_for(name, index).high_watermark <= info.last_offset:
+                        waiting.append((partitions, len(partitions), name, index, info.last_offset + 1))
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         topics.append(TopicProduceResponse(name, partitions))
@@ -116,7 +121,31 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         if failed:
             raise CloseConnection("acks=0 produce failed")
         return None
+    if waiting and ctx.partitions.followers is not None:
+        await _wait_for_replication(ctx, waiting, request.timeout_ms)
     return ProduceResponse(api_version, topics)
+
+
+async def _wait_for_replication(ctx: BrokerContext,
+                                waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int]],
+                                timeout_ms: int) -> None:
+    """Kafka's DelayedProduce: each acks=all append waits until the high watermark passes it; REQUEST_TIMED_OUT
+    when the request's timeout comes first, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+    min.insync.replicas meanwhile."""
+    followers = ctx.partitions.followers
+    assert followers is not None
+    reached = await asyncio.gather(*(followers.wait_for_high_watermark(name, index, offset, max(timeout_ms, 0) / 1000)
+                                     for _, _, name, index, offset in waiting))
+    for (results, position, name, index, _), done in zip(waiting, reached, strict=True):
+        appended = results[position]
+        code = ErrorCode.REQUEST_TIMED_OUT
+        if done:
+            min_isr = ctx.replica_manager.log_for(name, index).config.min_insync_replicas
+            if len(ctx.partitions.get(name, index).isr) >= min_isr:
+                continue
+            code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        results[position] = PartitionProduceResponse(index, code, appended.base_offset, appended.log_append_time_ms,
+                                                     appended.log_start_offset)
 
 
 def _has_transactional_records(request: Any) -> bool:
