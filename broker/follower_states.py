@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minikafka.broker.partition_states import PartitionStates
+from minikafka.protocol.errors import UnknownTopicOrPartitionError
 from minikafka.storage.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,11 @@ class FollowerStates:
         leaves the ISR."""
         now_ms = self._now_ms()
         for (topic, partition), paused in list(self._paused.items()):
-            state = self.partitions.get(topic, partition)
+            try:
+                state = self.partitions.get(topic, partition)
+            except UnknownTopicOrPartitionError:  # the topic was deleted: its followers with it
+                del self._paused[(topic, partition)]
+                continue
             leader_end = self._log_for(topic, partition).log_end_offset
             for replica, follower in paused.items():
                 if replica in state.isr and follower.log_end_offset < leader_end and \
