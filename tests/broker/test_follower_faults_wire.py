@@ -7,7 +7,9 @@ partition goes leaderless."""
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +20,13 @@ from kafka.protocol.producer.produce import ProduceRequest
 
 from minikafka.protocol.records import Record, build_batch
 from minikafka.testing import FaultError, MiniKafka
-from tests.broker.test_several_brokers_wire import address, create_topic, metadata, partitions_of
+from tests.broker.test_several_brokers_wire import (
+    address,
+    create_topic,
+    metadata,
+    minikafka_command,
+    partitions_of,
+)
 from tests.wire_client import WireClient
 
 NONE, REQUEST_TIMED_OUT = 0, 7
@@ -179,3 +187,24 @@ def test_bad_follower_faults_are_refused_with_one_line(kafka: MiniKafka) -> None
         assert {"topic": "follower-refusals", "partition": 0, "broker": 2, "log_end_offset": 0} in described
     finally:
         kafka.faults.resume_follower("follower-refusals", 0, 2)
+
+
+def test_the_command_line_and_the_admin_port_pause_and_resume(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "commanded-followers", assignments=[[1, 3]]) == NONE
+    paused = minikafka_command("faults", "pause-follower", "commanded-followers", "0", "3",
+                               "--admin-url", kafka.admin_url)
+    assert paused.returncode == 0, paused.stderr
+    assert json.loads(paused.stdout)["paused_followers"] == [
+        {"topic": "commanded-followers", "partition": 0, "broker": 3, "log_end_offset": 0}]
+    refused = minikafka_command("faults", "pause-follower", "commanded-followers", "0", "1",
+                                "--admin-url", kafka.admin_url)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "minikafka faults pause-follower: broker 1 leads commanded-followers-0: only a follower can be paused "
+        "(elect_leader another replica first)"]
+    request = urllib.request.Request(
+        f"{kafka.admin_url}/admin/faults/resume-follower?topic=commanded-followers&partition=0&id=3", data=b"",
+        method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["paused_followers"] == []
