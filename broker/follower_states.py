@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minikafka.broker.partition_states import PartitionStates
-from minikafka.protocol.errors import UnknownTopicOrPartitionError
+from minikafka.protocol.errors import ErrorCode, UnknownTopicOrPartitionError
 from minikafka.storage.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
@@ -117,29 +117,37 @@ class FollowerStates:
                     self.partitions.shrink_isr(topic, partition, replica)
             self._refresh(topic, partition)
 
-    async def wait_for_high_watermark(self, topic: str, partition: int, offset: int, timeout_s: float) -> bool:
-        """Wait until the partition's high watermark reaches `offset` (an acks=all Produce's last offset + 1);
-        False when `timeout_s` passed first."""
+    async def wait_for_high_watermark(self, topic: str, partition: int, offset: int, timeout_s: float,
+                                      leader_epoch: int) -> ErrorCode:
+        """Kafka's DelayedProduce for one partition: wait until its high watermark reaches `offset` (an acks=all
+        Produce's last offset + 1). NONE then, NOT_LEADER_OR_FOLLOWER when the leader changed first (the epoch
+        is no longer `leader_epoch`), REQUEST_TIMED_OUT when `timeout_s` passed first."""
         log_ = self._log_for(topic, partition)
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while log_.high_watermark < offset:
-            remaining = deadline - asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            if self.partitions.get(topic, partition).leader_epoch != leader_epoch:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if log_.high_watermark >= offset:
+                return ErrorCode.NONE
+            remaining = deadline - loop.time()
             if remaining <= 0:
-                return False
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                return ErrorCode.REQUEST_TIMED_OUT
+            waiter: asyncio.Future[None] = loop.create_future()
             waiters = self._waiters.setdefault((topic, partition), set())
             waiters.add(waiter)
             try:
                 await asyncio.wait_for(waiter, remaining)
             except TimeoutError:
-                return log_.high_watermark >= offset
+                pass  # checked once more above
             finally:
                 waiters.discard(waiter)
-        return True
 
     # --- internals -----------------------------------------------------------------------------------------
     def _before_new_leader(self, topic: str, partition: int, leader: int) -> None:
-        """A paused follower elected leader: the log is its log (truncated to its end); it follows no more."""
+        """A paused follower elected leader: the log is its log (truncated to its end); it follows no more. Any
+        election wakes the Produces waiting on the partition (they answer NOT_LEADER_OR_FOLLOWER)."""
+        self._wake(topic, partition)
         paused = self._paused.get((topic, partition))
         if not paused or leader not in paused:
             return
@@ -157,6 +165,9 @@ class FollowerStates:
         paused = self._paused.get((topic, partition), {})
         ends = [follower.log_end_offset for replica, follower in paused.items() if replica in state.isr]
         self._log_for(topic, partition).high_watermark_cap = min(ends) if ends else None
+        self._wake(topic, partition)
+
+    def _wake(self, topic: str, partition: int) -> None:
         for waiter in self._waiters.get((topic, partition), ()):
             if not waiter.done():
                 waiter.set_result(None)

@@ -297,8 +297,7 @@ class PartitionStates:
         self._save()
 
     def _new_leader(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
-        if leader != NO_LEADER:
-            self.before_new_leader(topic, partition, leader)
+        self.before_new_leader(topic, partition, leader)
         state.leader = leader
         state.leader_epoch += 1
         if leader == NO_LEADER:

@@ -73,8 +73,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     replica_manager = ctx.replica_manager
     failed = False
     topics = []
-    #: acks=all appends a paused follower in the ISR holds back: (result list, position, topic, partition, offset)
-    waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int]] = []
+    #: acks=all appends a paused follower in the ISR holds back:
+    #: (result list, position, topic, partition, offset to reach, leader epoch)
+    waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int, int]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
         partitions: list[PartitionProduceResponse] = []
@@ -113,7 +114,8 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                     result = PartitionProduceResponse(index, ErrorCode.NONE, info.first_offset,
                                                       info.log_append_time_ms, info.log_start_offset)
                     if acks == -1 and replica_manager.log_for(name, index).high_watermark <= info.last_offset:
-                        waiting.append((partitions, len(partitions), name, index, info.last_offset + 1))
+                        waiting.append((partitions, len(partitions), name, index, info.last_offset + 1,
+                                        state.leader_epoch))
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         topics.append(TopicProduceResponse(name, partitions))
@@ -127,19 +129,19 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
 
 
 async def _wait_for_replication(ctx: BrokerContext,
-                                waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int]],
+                                waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int, int]],
                                 timeout_ms: int) -> None:
     """Kafka's DelayedProduce: each acks=all append waits until the high watermark passes it; REQUEST_TIMED_OUT
-    when the request's timeout comes first, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
-    min.insync.replicas meanwhile."""
+    when the request's timeout comes first, NOT_LEADER_OR_FOLLOWER when the leader changed meanwhile,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas."""
     followers = ctx.partitions.followers
     assert followers is not None
-    reached = await asyncio.gather(*(followers.wait_for_high_watermark(name, index, offset, max(timeout_ms, 0) / 1000)
-                                     for _, _, name, index, offset in waiting))
-    for (results, position, name, index, _), done in zip(waiting, reached, strict=True):
+    outcomes = await asyncio.gather(*(
+        followers.wait_for_high_watermark(name, index, offset, max(timeout_ms, 0) / 1000, epoch)
+        for _, _, name, index, offset, epoch in waiting))
+    for (results, position, name, index, _, _), code in zip(waiting, outcomes, strict=True):
         appended = results[position]
-        code = ErrorCode.REQUEST_TIMED_OUT
-        if done:
+        if code == ErrorCode.NONE:
             min_isr = ctx.replica_manager.log_for(name, index).config.min_insync_replicas
             if len(ctx.partitions.get(name, index).isr) >= min_isr:
                 continue

@@ -11,6 +11,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from tests.broker.test_several_brokers_wire import (
 )
 from tests.wire_client import WireClient
 
-NONE, REQUEST_TIMED_OUT = 0, 7
+NONE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 0, 6, 7
 LAG_MS = 1000
 
 
@@ -208,3 +209,18 @@ def test_the_command_line_and_the_admin_port_pause_and_resume(kafka: MiniKafka) 
         method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
         assert json.loads(response.read())["paused_followers"] == []
+
+
+def test_an_acks_all_produce_waiting_on_a_follower_answers_not_leader_when_the_leader_moves(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "moved", assignments=[[1, 2, 3]]) == NONE
+        kafka.faults.pause_follower("moved", 0, 2)
+        with ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            waiting = pool.submit(produce, client, "moved", -1, 10_000)
+            time.sleep(0.3)
+            assert not waiting.done()
+            kafka.faults.elect_leader("moved", 0, 3)
+            assert waiting.result(timeout=5) == (NOT_LEADER_OR_FOLLOWER, 0)
+            assert time.monotonic() - started < 5
+        kafka.faults.resume_follower("moved", 0, 2)
