@@ -51,6 +51,7 @@ class FollowerStates:
         partitions.followers = self
         partitions.is_lagging = self.is_lagging
         partitions.before_new_leader = self._before_new_leader
+        partitions.after_isr_change = self._refresh_all
 
     # --- faults --------------------------------------------------------------------------------------------
     def pause(self, topic: str, partition: int, replica: int) -> None:
@@ -158,6 +159,13 @@ class FollowerStates:
         if not paused:
             self._paused.pop((topic, partition), None)
         self._refresh(topic, partition)
+
+    def _refresh_all(self) -> None:
+        for topic, partition in list(self._paused):
+            try:
+                self._refresh(topic, partition)
+            except UnknownTopicOrPartitionError:  # the topic was deleted: its followers with it
+                del self._paused[(topic, partition)]
 
     def _refresh(self, topic: str, partition: int) -> None:
         """Set the high watermark's cap from the paused followers in the ISR and wake the waiting Produces."""

@@ -74,6 +74,8 @@ class PartitionStates:
         #: elected leader truncates the log to its own end first
         self.is_lagging: Callable[[str, int, int], bool] = lambda topic, partition, replica: False
         self.before_new_leader: Callable[[str, int, int], None] = lambda topic, partition, leader: None
+        #: called after a broker's stop or start changed the partitions' ISRs (the high watermark may move)
+        self.after_isr_change: Callable[[], None] = lambda: None
         #: the paused followers (set by `FollowerStates`): what an acks=all Produce waits on
         self.followers: FollowerStates | None = None
         #: whether a topic allows an unclean election when its last in-sync replica stops
@@ -274,6 +276,7 @@ class PartitionStates:
                         state.isr = [leader]
                     self._new_leader(topic, index, state, leader)
         self._save()
+        self.after_isr_change()
 
     def _unclean_leader(self, topic: str, state: PartitionState, stopped: int) -> int:
         """Kafka's unclean election when the last in-sync replica stops: the first running replica, if the topic
@@ -295,6 +298,7 @@ class PartitionStates:
                 if state.leader == NO_LEADER:
                     self._new_leader(topic, index, state, broker_id)
         self._save()
+        self.after_isr_change()
 
     def _new_leader(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
         self.before_new_leader(topic, partition, leader)

@@ -224,3 +224,22 @@ def test_an_acks_all_produce_waiting_on_a_follower_answers_not_leader_when_the_l
             assert waiting.result(timeout=5) == (NOT_LEADER_OR_FOLLOWER, 0)
             assert time.monotonic() - started < 5
         kafka.faults.resume_follower("moved", 0, 2)
+
+
+def test_an_acks_all_produce_waiting_on_a_follower_completes_when_its_broker_stops(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "stopped-follower", assignments=[[1, 2, 3]]) == NONE
+        kafka.faults.pause_follower("stopped-follower", 0, 3)
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(produce, client, "stopped-follower", -1, 10_000)
+            time.sleep(0.3)
+            assert not waiting.done()
+            kafka.faults.stop_broker(3)  # it leaves the ISR: the high watermark is the leader's and 2's
+            try:
+                assert waiting.result(timeout=5) == (NONE, 0)
+                assert state(client, "stopped-follower").isr_nodes == [1, 2]
+            finally:
+                kafka.faults.start_broker(3)
+        assert state(client, "stopped-follower").isr_nodes == [1, 2]  # still paused and behind: not back in
+        kafka.faults.resume_follower("stopped-follower", 0, 3)
+        assert state(client, "stopped-follower").isr_nodes == [1, 2, 3]
