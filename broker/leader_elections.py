@@ -1,13 +1,13 @@
 """`elect_leader` and `balance_leaders`: the leader elections a client asks for (ElectLeaders, key 43) and the
 ones `auto.leader.rebalance.enable` runs, with Kafka 4.3's controller rules (ReplicationControlManager.electLeader,
-PartitionChangeBuilder.electPreferredLeader / electAnyLeader; no ELR):
+PartitionChangeBuilder.electPreferredLeader / electAnyLeader; with KIP-966's ELR, on by default in Kafka 4.3):
 
 - PREFERRED: ELECTION_NOT_NEEDED when the first replica (the preferred one) already leads; it is elected when it
   is running and in the ISR; else another running ISR member when the partition has no leader; else
   PREFERRED_LEADER_NOT_AVAILABLE (the current leader stays).
-- UNCLEAN: ELECTION_NOT_NEEDED when the partition has a leader; else the first running ISR member (a clean
-  election), else the first running replica (unclean: the ISR becomes that replica alone), else
-  ELIGIBLE_LEADERS_NOT_AVAILABLE. An unclean election through this API does not need
+- UNCLEAN: ELECTION_NOT_NEEDED when the partition has a leader; else the first running ISR member, or ELR
+  member when the ISR is empty (a clean election), else the first running replica (unclean: the ISR becomes
+  that replica alone), else ELIGIBLE_LEADERS_NOT_AVAILABLE. An unclean election through this API does not need
   `unclean.leader.election.enable` (Kafka's does not either).
 - A topic or partition that does not exist: UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages.
 Each election is a new leader epoch (`PartitionStates.change_leader`). Event-loop thread only.
@@ -75,8 +75,10 @@ def balance_leaders(partitions: PartitionStates) -> int:
 
 
 def _valid_leader(partitions: PartitionStates, state: PartitionState, replica: int) -> bool:
-    """PartitionChangeBuilder.isValidNewLeader without ELR: in the ISR and running (unfenced)."""
-    return replica in state.isr and partitions.cluster.is_running(replica)
+    """PartitionChangeBuilder.isValidNewLeader: in the ISR, or in the ELR when the ISR is empty (KIP-966), and
+    running (unfenced)."""
+    return (replica in state.isr or (not state.isr and replica in state.elr)) and \
+        partitions.cluster.is_running(replica)
 
 
 def _elect_preferred(partitions: PartitionStates, topic: str, partition: int,

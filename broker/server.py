@@ -124,6 +124,8 @@ class KafkaServer:
         self.replica_manager.leader_epoch_of = self.partition_states.leader_epoch
         self.follower_states = FollowerStates(self.partition_states, self.replica_manager.log_for,
                                               int(self.config["replica.lag.time.max.ms"]))
+        self.partition_states.min_insync_replicas = lambda topic: int(
+            self.replica_manager.log_for(topic, 0).config.min_insync_replicas)
         self.partition_states.unclean_leader_election_enable = lambda topic: bool(
             self.replica_manager.log_for(topic, 0).config.unclean_leader_election_enable)
         if self.config.cleaner.enable:

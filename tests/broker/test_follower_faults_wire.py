@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -69,6 +70,14 @@ def fetch_high_watermark(client: WireClient, topic: str) -> tuple[int, int]:
                                forgotten_topics_data=[], rack_id="")
     part = client.request(request).responses[0].partitions[0]
     return part.high_watermark, len(part.records or b"")
+
+
+def eligible_leaders(client: WireClient, topic: str) -> tuple[list[int], list[int]]:
+    """DescribeTopicPartitions' (eligible leader replicas, last known ELR) of partition 0."""
+    request = DescribeTopicPartitionsRequest[0](topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+                                                response_partition_limit=2000, cursor=None)
+    part = client.request(request).topics[0].partitions[0]
+    return list(part.eligible_leader_replicas), list(part.last_known_elr)
 
 
 def state(client: WireClient, topic: str) -> Any:
@@ -151,8 +160,9 @@ def test_the_last_in_sync_replica_stopping_elects_an_out_of_sync_one_only_if_unc
                 with WireClient(address(kafka, 2)) as two:
                     assert latest_offset(two, topic) == 1
                     assert produce(two, topic, acks=-1) == (NONE, 1)
-            else:
-                assert (part.leader_id, part.leader_epoch, part.isr_nodes) == (-1, 1, [1])
+            else:  # KIP-966 (Kafka 4.3's default): an empty ISR, the last leader eligible
+                assert (part.leader_id, part.leader_epoch, part.isr_nodes) == (-1, 1, [])
+                assert eligible_leaders(three, topic) == ([1], [1])
         finally:
             kafka.faults.start_broker(1)
         if not unclean:
@@ -243,3 +253,27 @@ def test_an_acks_all_produce_waiting_on_a_follower_completes_when_its_broker_sto
         assert state(client, "stopped-follower").isr_nodes == [1, 2]  # still paused and behind: not back in
         kafka.faults.resume_follower("stopped-follower", 0, 3)
         assert state(client, "stopped-follower").isr_nodes == [1, 2, 3]
+
+
+def test_the_eligible_leader_replicas_follow_kip_966_as_kafka_4_3_keeps_them(kafka: MiniKafka) -> None:
+    """min.insync.replicas=2 over replicas 1 and 2, both stopped: a replica that leaves an ISR below two is
+    eligible (ELR), the last leader is the last known ELR, an ELR member is elected back."""
+    with WireClient(address(kafka, 3)) as three:
+        assert create_topic(three, "eligible", assignments=[[1, 2]], configs={"min.insync.replicas": "2"}) == NONE
+
+        def seen() -> tuple[int, int, list[int], tuple[list[int], list[int]]]:
+            part = state(three, "eligible")
+            return part.leader_id, part.leader_epoch, part.isr_nodes, eligible_leaders(three, "eligible")
+
+        kafka.faults.stop_broker(2)
+        try:
+            assert seen() == (1, 0, [1], ([2], []))
+            kafka.faults.stop_broker(1)
+            try:
+                assert seen() == (-1, 1, [], ([1, 2], [1]))
+            finally:
+                kafka.faults.start_broker(2)
+            assert seen() == (2, 2, [2], ([1], []))  # an ELR member is elected, the other stays eligible
+        finally:
+            kafka.faults.start_broker(1)
+        assert seen() == (2, 2, [1, 2], ([], []))
