@@ -277,3 +277,48 @@ def test_elect_leaders_preferred_and_unclean(cluster: Cluster) -> None:
                "broker 2 back in every ISR")
     assert elect(cluster, 1, 0, {spread: [1]}) == {(spread, 1): (0, None)}
     wait_until(lambda: (leaders(cluster, 3, spread) or {}).get(1) == 2, "broker 2 leads partition 1 again")
+
+
+def eligible_state(cluster: Cluster, via: int, topic: str) -> tuple[int, int, list[int], list[int], list[int]] | None:
+    """DescribeTopicPartitions of partition 0: (leader, leader epoch, ISR, ELR, last known ELR); None while broker
+    `via` does not know the topic yet."""
+    with WireClient(cluster.address(via)) as client:
+        partitions = client.request(DescribeTopicPartitionsRequest[0](
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)], response_partition_limit=2000,
+            cursor=None)).topics[0].partitions
+    if not partitions:
+        return None
+    part = partitions[0]
+    return (part.leader_id, part.leader_epoch, sorted(part.isr_nodes), list(part.eligible_leader_replicas),
+            list(part.last_known_elr))
+
+
+def test_eligible_leader_replicas_as_the_brokers_of_a_partition_stop_and_start(cluster: Cluster) -> None:
+    """KIP-966, on by default in Kafka 4.3: a partition [1, 2] with min.insync.replicas=2, both brokers stopped
+    and started one by one, seen through broker 3 at each step."""
+    topic = f"eligible-{uuid.uuid4().hex[:6]}"
+    creatable = CreateTopicsRequest.CreatableTopic
+    request = CreateTopicsRequest[7](topics=[creatable(
+        name=topic, num_partitions=-1, replication_factor=-1,
+        configs=[creatable.CreatableTopicConfig(name="min.insync.replicas", value="2")],
+        assignments=[creatable.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])],
+        timeout_ms=30_000, validate_only=False)
+    with WireClient(cluster.address(3)) as client:
+        assert client.request(request).topics[0].error_code == 0
+
+    def reaches(expected: tuple[int, int, list[int], list[int], list[int]], what: str) -> None:
+        wait_until(lambda: eligible_state(cluster, 3, topic) == expected, what)
+
+    reaches((1, 0, [1, 2], [], []), "the topic created")
+    cluster.stop_broker(2)
+    try:
+        reaches((1, 0, [1], [2], []), "2 out of an ISR below min.insync.replicas: eligible")
+        cluster.stop_broker(1)
+        try:
+            reaches((-1, 1, [], [1, 2], [1]), "an empty ISR, both eligible, 1 the last known leader")
+        finally:
+            cluster.start_broker(2)
+        reaches((2, 2, [2], [1], []), "the eligible 2 elected, 1 still eligible")
+    finally:
+        cluster.start_broker(1)
+    reaches((2, 2, [1, 2], [], []), "1 back in the ISR, nothing eligible")
