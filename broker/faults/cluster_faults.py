@@ -3,9 +3,10 @@
 - `elect_leader(topic, partition, id)`: running in-sync replica `id` becomes the partition's leader (epoch + 1);
 - `stop_broker(id)`: broker `id` closes its listeners and drops its connections (its port refuses connections,
   as a dead broker's); it leaves every ISR, and the partitions it led elect the next in-sync replica (epoch + 1)
-  or go leaderless (leader -1) when it was the last one;
+  or, when it was the last one, go leaderless (leader -1, an empty ISR, it eligible) or elect an out-of-sync
+  replica (unclean.leader.election.enable);
 - `start_broker(id)`: its listeners reopen on the same ports; it rejoins the ISR of its partitions and leads the
-  leaderless ones;
+  leaderless ones it is an eligible leader replica of (KIP-966);
 - `pause_follower(topic, partition, id)` / `resume_follower(...)`: follower `id` stops following / catches up
   (`FollowerStates`).
 Input is validated here (a `FaultInputError` names the mistake: an unknown broker, topic or partition, stopping a

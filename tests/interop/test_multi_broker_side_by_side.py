@@ -1,7 +1,8 @@
 """Three brokers side by side: a three-node Apache Kafka 4.3.1 KRaft cluster (tests/apache_kafka_cluster.py) and
 `MiniKafka(brokers=3)`, asked the same raw requests: Metadata and DescribeTopicPartitions after a broker stops and
 after it is back, the error codes of partition requests sent to a broker that does not lead the partition and
-of group requests sent to a broker that is not the group's coordinator, and ElectLeaders' answers.
+of group requests sent to a broker that is not the group's coordinator, ElectLeaders' answers, and KIP-966's
+eligible leader replicas as a partition's brokers stop and start.
 
 Topics are created with an explicit replica assignment, so the preferred leaders (the first replica) and every
 election are the same on both sides. Kafka's JVMs take 15-30 s to start here: the module is marked `slow`.
