@@ -57,6 +57,15 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("minikafka.brokers", ConfigType.INT, 1, between(1, 64),
                   "Brokers this process runs (ids node.id, node.id+1, ...; broker k listens on each listener's "
                   "port + k - 1); one copy of the data, followers simulated as caught up (docs/testing-failures.md)."),
+        ConfigKey("auto.leader.rebalance.enable", ConfigType.BOOLEAN, True, None,
+                  "Move each partition's leadership back to its preferred (first) replica every "
+                  "leader.imbalance.check.interval.seconds (with minikafka.brokers > 1)."),
+        ConfigKey("leader.imbalance.check.interval.seconds", ConfigType.LONG, 300, at_least(1),
+                  "How often the preferred leaders are re-elected (auto.leader.rebalance.enable)."),
+        ConfigKey("leader.imbalance.per.broker.percentage", ConfigType.INT, 10, at_least(0),
+                  "Accepted for Kafka's sake; Kafka's KRaft controller, like minikafka, does not use it."),
+        ConfigKey("replica.lag.time.max.ms", ConfigType.LONG, 30_000, at_least(1),
+                  "A follower paused (pause_follower) behind the log end for this long leaves the ISR."),
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),

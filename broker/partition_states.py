@@ -2,13 +2,21 @@
 brokers of this process (`Cluster`), and the leader elections `stop_broker`, `start_broker` and `elect_leader`
 cause.
 
-One copy of the data is kept; the followers are simulated as caught up, so a running replica is always in sync and
-the high watermark is the log end offset. The rules are Kafka's (KRaft controller, no ELR, no unclean election):
+One copy of the data is kept; the followers are simulated as caught up, so a running replica is in sync and the
+high watermark is the log end offset, unless `pause_follower` holds one back (`FollowerStates`). The rules are
+Kafka's (KRaft controller):
 - a new partition's replicas come from `replica_placer`; its ISR is its running replicas, its leader the first of
   them, epoch 0;
 - a stopped broker leaves every ISR; a partition it led elects the first running ISR member in replica order
-  (epoch + 1), or, when it was the last ISR member, goes leaderless (leader -1, epoch + 1, the ISR keeps it);
-- a started broker rejoins the ISR of every partition it is a replica of; a leaderless one elects it (epoch + 1);
+  (epoch + 1), or, when it was the last ISR member, the first running replica if the topic has
+  unclean.leader.election.enable (an unclean election: the ISR is that replica alone), else goes leaderless
+  (leader -1, epoch + 1, an empty ISR);
+- KIP-966's ELR as Kafka 4.3 keeps it by default: while the ISR is smaller than min.insync.replicas the members
+  that left it are eligible leaders; the last leader of a partition whose ISR emptied is its last known ELR;
+- a started broker rejoins the ISR of every partition it is a replica of (not while a paused follower of it lags);
+  a leaderless partition with an empty ISR elects it only when it is in the ELR (epoch + 1; the running replicas
+  rejoin), else stays leaderless;
+- a paused follower elected leader truncates the log to its end first (`before_new_leader`);
 - each new leader epoch starts at the log end offset (Kafka's `maybeAssignEpochStartOffset`), which is what
   OffsetsForLeaderEpoch answers from (`LeaderEpochFileCache.endOffsetFor`).
 A partition without a recorded state (a log dir from before this file, an internal topic) gets one replica, the
@@ -24,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.replica_placer import place_replicas
@@ -34,6 +43,9 @@ from minikafka.protocol.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
+
+if TYPE_CHECKING:
+    from minikafka.broker.follower_states import FollowerStates
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +61,10 @@ class PartitionState:
     leader_epoch: int = 0
     #: [leader epoch, start offset] pairs, ascending (Kafka's leader-epoch-checkpoint)
     epochs: list[list[int]] = field(default_factory=lambda: [[0, 0]])
+    #: KIP-966: the replicas that left an ISR smaller than min.insync.replicas (they have every committed record)
+    elr: list[int] = field(default_factory=list)
+    #: KIP-966 as Kafka 4.3 keeps it by default: the last leader, while the ISR is empty
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class PartitionStates:
@@ -61,6 +77,18 @@ class PartitionStates:
         self._log_end_offset = log_end_offset
         self._partition_count = partition_count
         self._states: dict[str, list[PartitionState]] = {}
+        #: `FollowerStates`' hooks: a paused follower behind the log end may not rejoin the ISR; a paused follower
+        #: elected leader truncates the log to its own end first
+        self.is_lagging: Callable[[str, int, int], bool] = lambda topic, partition, replica: False
+        self.before_new_leader: Callable[[str, int, int], None] = lambda topic, partition, leader: None
+        #: called after a broker's stop or start changed the partitions' ISRs (the high watermark may move)
+        self.after_isr_change: Callable[[], None] = lambda: None
+        #: the paused followers (set by `FollowerStates`): what an acks=all Produce waits on
+        self.followers: FollowerStates | None = None
+        #: the topic's min.insync.replicas (the ISR size below which KIP-966's ELR is kept)
+        self.min_insync_replicas: Callable[[str], int] = lambda topic: 1
+        #: whether a topic allows an unclean election when its last in-sync replica stops
+        self.unclean_leader_election_enable: Callable[[str], bool] = lambda topic: False
 
     # --- persistence ---------------------------------------------------------------------------------------
     def load(self, topics: dict[str, int]) -> None:
@@ -81,6 +109,7 @@ class PartitionStates:
                 state.replicas = [replica for replica in state.replicas if replica in known] or \
                     [self.cluster.coordinator_id]
                 state.isr = list(state.replicas)
+                state.elr, state.last_known_elr = [], []
                 if state.leader not in state.replicas:
                     self._new_leader(topic, index, state, state.replicas[0])
                 states.append(state)
@@ -112,6 +141,14 @@ class PartitionStates:
                 states.append(PartitionState([coordinator], [coordinator], coordinator))
             self._save()
         return states[partition]
+
+    def partition_count(self, topic: str) -> int | None:
+        """The topic's partition count; None when there is no such topic."""
+        return self._partition_count(topic)
+
+    def items(self) -> list[tuple[str, list[PartitionState]]]:
+        """Every topic's partition states, by topic name (a copy of the outer lists)."""
+        return [(topic, list(states)) for topic, states in sorted(self._states.items())]
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         return self.get(topic, partition).leader_epoch
@@ -206,9 +243,68 @@ class PartitionStates:
         if not self.cluster.is_running(broker_id):
             raise ValueError(f"broker {broker_id} is stopped: start_broker({broker_id}) first")
         if broker_id != state.leader:
-            self._new_leader(topic, partition, state, broker_id)
-            self._save()
+            self.change_leader(topic, partition, broker_id)
         return state
+
+    def change_leader(self, topic: str, partition: int, leader: int, isr: list[int] | None = None) -> PartitionState:
+        """An election's outcome (`leader_elections`): `leader` leads from a new epoch, with `isr` if given."""
+        state = self.get(topic, partition)
+        if isr is not None:  # an unclean election: Kafka clears the ELR
+            state.isr = list(isr)
+            state.elr, state.last_known_elr = [], []
+        elif state.leader == NO_LEADER and leader != NO_LEADER and not state.isr:
+            self._set_isr(topic, state, self._running_in_sync(topic, partition, state, leader))
+        self._new_leader(topic, partition, state, leader)
+        self._save()
+        return state
+
+    def shrink_isr(self, topic: str, partition: int, replica: int) -> None:
+        """A follower that fell behind leaves the ISR (never its last member)."""
+        state = self.get(topic, partition)
+        if replica in state.isr and len(state.isr) > 1:
+            self._set_isr(topic, state, [member for member in state.isr if member != replica])
+            self._save()
+
+    def expand_isr(self, topic: str, partition: int, replica: int) -> None:
+        """A follower that caught up rejoins the ISR of a partition with a leader, or, in the ELR of a leaderless
+        one, is elected (KIP-966)."""
+        state = self.get(topic, partition)
+        if state.leader == NO_LEADER and not state.isr:
+            if replica in state.elr:
+                self._elect_from_elr(topic, partition, state, replica)
+                self._save()
+            return
+        if replica not in state.isr:
+            self._set_isr(topic, state, [member for member in state.replicas
+                                         if member in state.isr or member == replica])
+        if state.leader == NO_LEADER:
+            self._new_leader(topic, partition, state, replica)
+        self._save()
+
+    def _set_isr(self, topic: str, state: PartitionState, isr: list[int]) -> None:
+        """Kafka's PartitionChangeBuilder.maybePopulateTargetElr (KIP-966, on by default in Kafka 4.3): while the
+        ISR is smaller than min.insync.replicas, the members that left it join the ELR; at or above it the ELR
+        and the last known ELR are cleared."""
+        previous = state.isr
+        state.isr = list(isr)
+        if len(state.isr) >= self.min_insync_replicas(topic):
+            state.elr, state.last_known_elr = [], []
+            return
+        candidates = set(state.elr) | set(previous)
+        state.elr = [replica for replica in state.replicas if replica in candidates and replica not in state.isr]
+
+    def _running_in_sync(self, topic: str, partition: int, state: PartitionState, leader: int) -> list[int]:
+        """The ISR under a new leader of a leaderless partition: it, and every running follower not held back."""
+        return [replica for replica in state.replicas if replica == leader or (
+            self.cluster.is_running(replica) and not self.is_lagging(topic, partition, replica))]
+
+    def _elect_from_elr(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
+        """An ELR member of a leaderless partition with an empty ISR returns: it leads (Kafka's
+        isValidNewLeader), the running followers rejoin."""
+        state.elr = [replica for replica in state.elr if replica != leader]
+        state.last_known_elr = []
+        self._set_isr(topic, state, self._running_in_sync(topic, partition, state, leader))
+        self._new_leader(topic, partition, state, leader)
 
     def broker_stopped(self, broker_id: int) -> None:
         for topic, states in self._states.items():
@@ -216,28 +312,56 @@ class PartitionStates:
                 if broker_id not in state.isr:
                     continue
                 remaining = [replica for replica in state.isr if replica != broker_id]
-                if remaining:
-                    state.isr = remaining
+                leader = state.leader
+                if leader == broker_id:
+                    leader = remaining[0] if remaining else self._unclean_leader(topic, state, broker_id)
+                if not remaining and leader != NO_LEADER:  # unclean: the ISR is the new leader alone, no ELR
+                    state.isr, state.elr, state.last_known_elr = [leader], [], []
+                else:
+                    # KIP-966 (Kafka 4.3's default): the ISR may become empty; its last member is then in the ELR
+                    # and, as the last leader, the last known ELR
+                    self._set_isr(topic, state, remaining)
+                    if not remaining:
+                        state.last_known_elr = [broker_id]
                 if state.leader == broker_id:
-                    self._new_leader(topic, index, state, remaining[0] if remaining else NO_LEADER)
+                    self._new_leader(topic, index, state, leader)
         self._save()
+        self.after_isr_change()
+
+    def _unclean_leader(self, topic: str, state: PartitionState, stopped: int) -> int:
+        """Kafka's unclean election when the last in-sync replica stops: the first running replica, if the topic
+        has unclean.leader.election.enable (else none: the partition goes leaderless)."""
+        if not self.unclean_leader_election_enable(topic):
+            return NO_LEADER
+        return next((replica for replica in state.replicas
+                     if replica != stopped and self.cluster.is_running(replica)), NO_LEADER)
 
     def broker_started(self, broker_id: int) -> None:
         for topic, states in self._states.items():
             for index, state in enumerate(states):
                 if broker_id not in state.replicas:
                     continue
+                if self.is_lagging(topic, index, broker_id):
+                    continue  # a paused follower behind the log end stays out until resume_follower
+                if state.leader == NO_LEADER and not state.isr:
+                    if broker_id in state.elr:  # else it waits, out of the ISR, for an ELR member (KIP-966)
+                        self._elect_from_elr(topic, index, state, broker_id)
+                    continue
                 if broker_id not in state.isr:
-                    state.isr = [replica for replica in state.replicas if replica in state.isr or replica == broker_id]
+                    self._set_isr(topic, state, [replica for replica in state.replicas
+                                                 if replica in state.isr or replica == broker_id])
                 if state.leader == NO_LEADER:
                     self._new_leader(topic, index, state, broker_id)
         self._save()
+        self.after_isr_change()
 
     def _new_leader(self, topic: str, partition: int, state: PartitionState, leader: int) -> None:
+        self.before_new_leader(topic, partition, leader)
         state.leader = leader
         state.leader_epoch += 1
         if leader == NO_LEADER:
             return
+        state.last_known_elr = []  # Kafka's maybeUpdateLastKnownLeader: cleared once there is a leader
         start_offset = self._log_end_offset(topic, partition)
         # Kafka's LeaderEpochFileCache.assign: entries at or after the new start offset are superseded
         state.epochs = [entry for entry in state.epochs if entry[1] < start_offset] + \

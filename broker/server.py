@@ -31,6 +31,7 @@ from minikafka.broker.dynamic_config import DynamicBrokerConfig
 from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
+from minikafka.broker.follower_states import FollowerStates
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker.groups.scheduler import LoopScheduler
@@ -127,6 +128,12 @@ class KafkaServer:
         self.partition_states.load({name: metadata.num_partitions for name, metadata in log_manager.topics().items()})
         self.replica_manager.leader_epoch_of = self.partition_states.leader_epoch
         self.coordinators = CoordinatorRouting(self.cluster, self.partition_states, partition_count)
+        self.follower_states = FollowerStates(self.partition_states, self.replica_manager.log_for,
+                                              int(self.config["replica.lag.time.max.ms"]))
+        self.partition_states.min_insync_replicas = lambda topic: int(
+            self.replica_manager.log_for(topic, 0).config.min_insync_replicas)
+        self.partition_states.unclean_leader_election_enable = lambda topic: bool(
+            self.replica_manager.log_for(topic, 0).config.unclean_leader_election_enable)
         if self.config.cleaner.enable:
             self.log_cleaner.startup()
         admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
@@ -205,6 +212,12 @@ class KafkaServer:
             int(self.config["log.flush.start.offset.checkpoint.interval.ms"]),
             self._checkpoint_log_start_offsets,
         )
+        if len(self.cluster.broker_ids) > 1:  # Kafka's isr-expiration task: every half replica.lag.time.max.ms
+            self._schedule("isr-expiration", int(self.config["replica.lag.time.max.ms"]) // 2,
+                           self._expire_lagging_followers)
+        if self.config["auto.leader.rebalance.enable"] and len(self.cluster.broker_ids) > 1:
+            self._schedule("leader-rebalance", int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
+                           self._balance_leaders)
         flush_interval_ms = int(self.config["log.flush.scheduler.interval.ms"])
         if flush_interval_ms < 2**62:
             self._schedule("flush", flush_interval_ms, self._flush_dirty_logs)
@@ -248,7 +261,7 @@ class KafkaServer:
 
             assert self.coordinators is not None
             FaultRoutes(self.faults, ClusterFaults(self.cluster, self.partition_states, self.stop_broker,
-                                                   self.start_broker),
+                                                   self.start_broker, self.follower_states),
                         CoordinatorFaults(self.coordinators)).register(admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
                     self.share_coordinator, self.faults).register(admin_http)
@@ -385,6 +398,15 @@ class KafkaServer:
                     log.exception("periodic task %s failed; it will run again", name)
 
         self._tasks.append(asyncio.create_task(loop(), name=f"minikafka-{name}"))
+
+    async def _expire_lagging_followers(self) -> None:
+        self.follower_states.expire_lagging()
+
+    async def _balance_leaders(self) -> None:
+        """Kafka's controller's periodic preferred-leader elections (auto.leader.rebalance.enable)."""
+        from minikafka.broker.leader_elections import balance_leaders
+
+        balance_leaders(self.partition_states)
 
     async def _roll_due_segments(self) -> None:
         await asyncio.to_thread(self.log_manager.roll_due_segments, self.clock.time_ms())

@@ -56,6 +56,7 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
@@ -116,6 +117,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
+    # PREFERRED (v0+) and UNCLEAN (v1+) elections among this process's brokers, as Apache Kafka 4.3.1
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 5),

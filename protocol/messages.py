@@ -87,6 +87,7 @@ _CLASS_NAMES: dict[ApiKey, tuple[str, str]] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: ("minikafka.protocol.schemas", "DescribeShareGroupOffsets"),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: ("minikafka.protocol.schemas", "AlterShareGroupOffsets"),
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: ("minikafka.protocol.schemas", "DeleteShareGroupOffsets"),
+    ApiKey.ELECT_LEADERS: ("minikafka.protocol.schemas", "ElectLeaders"),
 }
 _GENERIC_ENCODE_HEADER = ApiMessage.encode_header
 _FRAME_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id

@@ -118,6 +118,9 @@ class UnifiedLog:
                            clean_shutdown=clean_shutdown, now_ms=self.clock.time_ms()).load()
         self._segments: list[LogSegment] = loaded.segments
         self._log_end_offset = loaded.log_end_offset
+        #: the lowest log end offset of a lagging in-sync follower (broker.follower_states), None when every
+        #: in-sync replica has the whole log: the high watermark stays at or below it
+        self.high_watermark_cap: int | None = None
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
         self.unflushed_messages = 0
@@ -140,7 +143,8 @@ class UnifiedLog:
 
     @property
     def high_watermark(self) -> int:
-        return self._log_end_offset
+        cap = self.high_watermark_cap
+        return self._log_end_offset if cap is None else min(cap, self._log_end_offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -355,8 +359,8 @@ class UnifiedLog:
     def fetch_offset_by_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         with self._lock:
             self._check_online()
-            if timestamp_ms == LATEST_TIMESTAMP:
-                return self._log_end_offset, -1
+            if timestamp_ms == LATEST_TIMESTAMP:  # a consumer's latest: the high watermark, as Kafka answers it
+                return self.high_watermark, -1
             if timestamp_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return self.log_start_offset, -1
             if timestamp_ms == LATEST_TIERED_TIMESTAMP:
@@ -390,6 +394,34 @@ class UnifiedLog:
         self._schedule_deletion(segments)
         new_start = max(self.log_start_offset, self._segments[0].base_offset)
         self._advance_log_start_offset(new_start)
+
+    def truncate_to(self, offset: int) -> int:
+        """Kafka's UnifiedLog.truncateTo, as a follower truncates after an election: remove every record at or
+        past `offset` (not below the log start) from the segments, indexes and producer state; returns how many
+        offsets were removed (0 when the log ends at or before `offset`)."""
+        with self._lock:
+            self._check_online()
+            offset = max(offset, self.log_start_offset)
+            if offset >= self._log_end_offset:
+                return 0
+            removed = self._log_end_offset - offset
+            doomed = [segment for segment in self._segments[1:] if segment.base_offset >= offset]
+            for segment in doomed:
+                self._segments.remove(segment)
+                segment.change_file_suffixes(segment.suffix, DELETED_SUFFIX)
+            self._segments[-1].truncate_to(offset)
+            self._log_end_offset = offset
+            self.recovery_point = min(self.recovery_point, offset)
+            state = self.producer_state
+            for snapshot in state.snapshot_offsets():
+                if snapshot > offset:
+                    (self.dir / f"{snapshot:020d}.snapshot").unlink(missing_ok=True)
+            state.truncate_fully()
+            self._rebuild_producer_state()
+            if doomed:
+                self._schedule_deletion(doomed)
+            logger.warning("Truncated %s to offset %d (%d offsets removed)", self.topic_partition, offset, removed)
+            return removed
 
     def _advance_log_start_offset(self, new_offset: int) -> None:
         if new_offset > self.log_start_offset:

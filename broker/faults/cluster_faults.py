@@ -3,9 +3,12 @@
 - `elect_leader(topic, partition, id)`: running in-sync replica `id` becomes the partition's leader (epoch + 1);
 - `stop_broker(id)`: broker `id` closes its listeners and drops its connections (its port refuses connections,
   as a dead broker's); it leaves every ISR, and the partitions it led elect the next in-sync replica (epoch + 1)
-  or go leaderless (leader -1) when it was the last one;
+  or, when it was the last one, go leaderless (leader -1, an empty ISR, it eligible) or elect an out-of-sync
+  replica (unclean.leader.election.enable);
 - `start_broker(id)`: its listeners reopen on the same ports; it rejoins the ISR of its partitions and leads the
-  leaderless ones.
+  leaderless ones it is an eligible leader replica of (KIP-966);
+- `pause_follower(topic, partition, id)` / `resume_follower(...)`: follower `id` stops following / catches up
+  (`FollowerStates`).
 Input is validated here (a `FaultInputError` names the mistake: an unknown broker, topic or partition, stopping a
 stopped broker or the last running one). Event-loop thread only.
 """
@@ -17,6 +20,7 @@ from typing import Any
 
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.faults.fault_names import FaultInputError
+from minikafka.broker.follower_states import FollowerStates
 from minikafka.broker.partition_states import PartitionStates
 from minikafka.protocol.errors import UnknownTopicOrPartitionError
 
@@ -26,9 +30,11 @@ BrokerAction = Callable[[int], Awaitable[None]]
 class ClusterFaults:
     """Elections and broker stops/starts; `stop`/`start` are the server's (they own the listeners)."""
 
-    def __init__(self, cluster: Cluster, partitions: PartitionStates, stop: BrokerAction, start: BrokerAction) -> None:
+    def __init__(self, cluster: Cluster, partitions: PartitionStates, stop: BrokerAction, start: BrokerAction,
+                 followers: FollowerStates | None = None) -> None:
         self.cluster = cluster
         self.partitions = partitions
+        self.followers = followers
         self._stop = stop
         self._start = start
 
@@ -37,6 +43,24 @@ class ClusterFaults:
         index = _integer("partition", partition)
         try:
             self.partitions.elect(topic, index, broker_id)
+        except UnknownTopicOrPartitionError:
+            raise FaultInputError(f"unknown partition {topic}-{index}") from None
+        except ValueError as error:
+            raise FaultInputError(str(error)) from None
+
+    def pause_follower(self, topic: str, partition: str | int, broker: str | int) -> None:
+        self._follower_change("pause", topic, partition, broker)
+
+    def resume_follower(self, topic: str, partition: str | int, broker: str | int) -> None:
+        self._follower_change("resume", topic, partition, broker)
+
+    def _follower_change(self, change: str, topic: str, partition: str | int, broker: str | int) -> None:
+        broker_id = self._broker_id(broker)
+        index = _integer("partition", partition)
+        if self.followers is None:
+            raise FaultInputError("this broker has no followers to pause")
+        try:
+            getattr(self.followers, change)(topic, index, broker_id)
         except UnknownTopicOrPartitionError:
             raise FaultInputError(f"unknown partition {topic}-{index}") from None
         except ValueError as error:
@@ -59,7 +83,8 @@ class ClusterFaults:
 
     def describe(self) -> dict[str, Any]:
         return {"stopped_brokers": [broker for broker in self.cluster.broker_ids
-                                    if not self.cluster.is_running(broker)]}
+                                    if not self.cluster.is_running(broker)],
+                "paused_followers": self.followers.describe() if self.followers is not None else []}
 
     def _broker_id(self, broker: str | int) -> int:
         broker_id = _integer("broker id", broker)

@@ -8,6 +8,8 @@ its admin port (the names of `MiniKafka.faults`, in kebab case):
     minikafka faults blackhole CLIENT_ID
     minikafka faults clear-faults
     minikafka faults elect-leader TOPIC PARTITION ID
+    minikafka faults pause-follower TOPIC PARTITION ID
+    minikafka faults resume-follower TOPIC PARTITION ID
     minikafka faults stop-broker ID
     minikafka faults start-broker ID
     minikafka faults move-coordinator group|transaction|share KEY ID
@@ -71,6 +73,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     elect.add_argument("topic")
     elect.add_argument("partition")
     elect.add_argument("id", help="the broker id of the new leader")
+    for name, verb, action in (
+            ("pause-follower", "stop a follower replica following: its log end offset is held, the high watermark "
+             "waits, after replica.lag.time.max.ms it leaves the ISR", "pause_follower"),
+            ("resume-follower", "let a paused follower catch up and rejoin the ISR", "resume_follower")):
+        follower = add(name, verb, _follower_call(action))
+        follower.add_argument("topic")
+        follower.add_argument("partition")
+        follower.add_argument("id", help="the broker id of the follower replica")
     stop = add("stop-broker", "close a broker's listeners and connections; its partitions elect new leaders",
                lambda faults, args: faults.stop_broker(args.id))
     stop.add_argument("id", help="the broker id")
@@ -84,6 +94,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     move.add_argument("key", help="the group id, transactional id or groupId:topicId:partition")
     move.add_argument("id", help="the broker id of the new coordinator")
     add("describe", "print the faults in force", lambda faults, _args: faults.describe())
+
+
+def _follower_call(action: str) -> Callable[[Faults, argparse.Namespace], dict[str, Any]]:
+    def call(faults: Faults, args: argparse.Namespace) -> dict[str, Any]:
+        result: dict[str, Any] = getattr(faults, action)(args.topic, args.partition, args.id)
+        return result
+    return call
 
 
 def _add_request_filter(parser: argparse.ArgumentParser) -> None:

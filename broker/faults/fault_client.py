@@ -67,6 +67,16 @@ class Faults:
         """Running in-sync replica `id` becomes the leader of `topic`-`partition` (leader epoch + 1)."""
         return self._post("elect-leader", topic=topic, partition=partition, id=id)
 
+    def pause_follower(self, topic: str, partition: int, id: int) -> dict[str, Any]:
+        """Follower replica `id` of `topic`-`partition` stops following: the records appended from now on are not
+        on it, the high watermark waits for it (acks=all waits) until it leaves the ISR after
+        replica.lag.time.max.ms."""
+        return self._post("pause-follower", topic=topic, partition=partition, id=id)
+
+    def resume_follower(self, topic: str, partition: int, id: int) -> dict[str, Any]:
+        """Paused follower `id` catches up and rejoins the ISR."""
+        return self._post("resume-follower", topic=topic, partition=partition, id=id)
+
     def stop_broker(self, id: int) -> dict[str, Any]:
         """Broker `id` closes its listeners and connections; the partitions it led elect new leaders."""
         return self._post("stop-broker", id=id)

@@ -11,6 +11,8 @@ routes, so the same guard and credentials apply to them.
     POST /admin/faults/stop-broker?id=ID
     POST /admin/faults/start-broker?id=ID
     POST /admin/faults/move-coordinator?kind=group|transaction|share&key=KEY&id=ID
+    POST /admin/faults/pause-follower?topic=T&partition=P&id=ID
+    POST /admin/faults/resume-follower?topic=T&partition=P&id=ID
 
 Each answers 200 with the faults in force (JSON, as `GET /admin/faults`), or 400 `{"error": "..."}` naming the
 mistake (an unknown API, error or broker, a missing or malformed parameter). Event-loop thread only.
@@ -64,7 +66,8 @@ class FaultRoutes:
                             ("clear-faults", self.clear_faults)):
             routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_input(route)
         for name, cluster_route in (("elect-leader", self.elect_leader), ("stop-broker", self.stop_broker),
-                                    ("start-broker", self.start_broker), ("move-coordinator", self.move_coordinator)):
+                                    ("start-broker", self.start_broker), ("move-coordinator", self.move_coordinator),
+                                    ("pause-follower", self.pause_follower), ("resume-follower", self.resume_follower)):
             routes[("POST", f"{FAULTS_PATH}/{name}")] = self._refusing_bad_cluster_input(cluster_route)
 
     async def describe(self, _query: Query) -> Reply:
@@ -90,6 +93,14 @@ class FaultRoutes:
 
     async def elect_leader(self, query: Query) -> None:
         self._cluster().elect_leader(_required(query, "topic"), _required(query, "partition"), _required(query, "id"))
+
+    async def pause_follower(self, query: Query) -> None:
+        self._cluster().pause_follower(_required(query, "topic"), _required(query, "partition"),
+                                       _required(query, "id"))
+
+    async def resume_follower(self, query: Query) -> None:
+        self._cluster().resume_follower(_required(query, "topic"), _required(query, "partition"),
+                                        _required(query, "id"))
 
     async def stop_broker(self, query: Query) -> None:
         await self._cluster().stop_broker(_required(query, "id"))

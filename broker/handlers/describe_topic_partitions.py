@@ -11,8 +11,8 @@ DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.describeTopicRespon
 - A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an
   illegal name) and uses no budget. A cursor whose topic is not requested, or whose partition is negative,
   fails the request: every requested topic gets INVALID_REQUEST.
-- Leader, leader epoch, replicas, ISR and offline replicas are `PartitionStates`'; the eligible
-  leader replica lists (KIP-966 ELR) are empty, as Kafka's are for a healthy partition. With no authorizer every
+- Leader, leader epoch, replicas, ISR, offline replicas and the eligible leader replica lists (KIP-966 ELR and
+  last known ELR) are `PartitionStates`'. With no authorizer every
   topic operation is authorized.
 """
 
@@ -99,7 +99,7 @@ def _describe(ctx: BrokerContext, cls: Any, names: list[str], cursor: Any, limit
             partitions.append(partition_cls(
                 error_code=ErrorCode.NONE, partition_index=index, leader_id=state.leader,
                 leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas), isr_nodes=list(state.isr),
-                eligible_leader_replicas=[], last_known_elr=[],
+                eligible_leader_replicas=list(state.elr), last_known_elr=list(state.last_known_elr),
                 offline_replicas=ctx.partitions.offline_replicas(state)))
         topics.append(topic_cls(error_code=ErrorCode.NONE, name=name, topic_id=metadata.topic_id,
                                 is_internal=name in INTERNAL_TOPICS, partitions=partitions))

@@ -12,6 +12,7 @@ generic one, at a fraction of its cost per request); this broker never sets the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -72,9 +73,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     replica_manager = ctx.replica_manager
     failed = False
     topics = []
+    #: acks=all appends a paused follower in the ISR holds back:
+    #: (result list, position, topic, partition, offset to reach, leader epoch)
+    waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int, int]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             records = partition_data.records
@@ -109,6 +113,9 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 else:
                     result = PartitionProduceResponse(index, ErrorCode.NONE, info.first_offset,
                                                       info.log_append_time_ms, info.log_start_offset)
+                    if acks == -1 and replica_manager.log_for(name, index).high_watermark <= info.last_offset:
+                        waiting.append((partitions, len(partitions), name, index, info.last_offset + 1,
+                                        state.leader_epoch))
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         topics.append(TopicProduceResponse(name, partitions))
@@ -116,7 +123,31 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
         if failed:
             raise CloseConnection("acks=0 produce failed")
         return None
+    if waiting and ctx.partitions.followers is not None:
+        await _wait_for_replication(ctx, waiting, request.timeout_ms)
     return ProduceResponse(api_version, topics)
+
+
+async def _wait_for_replication(ctx: BrokerContext,
+                                waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int, int]],
+                                timeout_ms: int) -> None:
+    """Kafka's DelayedProduce: each acks=all append waits until the high watermark passes it; REQUEST_TIMED_OUT
+    when the request's timeout comes first, NOT_LEADER_OR_FOLLOWER when the leader changed meanwhile,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas."""
+    followers = ctx.partitions.followers
+    assert followers is not None
+    outcomes = await asyncio.gather(*(
+        followers.wait_for_high_watermark(name, index, offset, max(timeout_ms, 0) / 1000, epoch)
+        for _, _, name, index, offset, epoch in waiting))
+    for (results, position, name, index, _, _), code in zip(waiting, outcomes, strict=True):
+        appended = results[position]
+        if code == ErrorCode.NONE:
+            min_isr = ctx.replica_manager.log_for(name, index).config.min_insync_replicas
+            if len(ctx.partitions.get(name, index).isr) >= min_isr:
+                continue
+            code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        results[position] = PartitionProduceResponse(index, code, appended.base_offset, appended.log_append_time_ms,
+                                                     appended.log_start_offset)
 
 
 def _has_transactional_records(request: Any) -> bool:

@@ -3,7 +3,8 @@ unchanged from kafka-clients 4.3.1's `common/message/`): ConsumerGroupHeartbeat 
 the KIP-848 consumer group APIs, and the KIP-932 share-group APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77),
 ShareFetch (78), ShareAcknowledge (79), the share coordinator's InitializeShareGroupState (83),
 ReadShareGroupState (84), WriteShareGroupState (85), DeleteShareGroupState (86), ReadShareGroupStateSummary (87),
-and the admin DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92).
+the admin DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92), and
+ElectLeaders (43), which kafka-python 2.x does not ship either.
 
 The share-group classes are not in `protocol.messages`' tables nor in ApiVersions yet: an API is listed there only
 once a handler serves it. Same machinery as `kafka.protocol`'s classes; stateless and thread-safe.
@@ -33,6 +34,8 @@ __all__ = [
     "DeleteShareGroupStateResponse",
     "DescribeShareGroupOffsetsRequest",
     "DescribeShareGroupOffsetsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
     "InitializeShareGroupStateRequest",
     "InitializeShareGroupStateResponse",
     "ReadShareGroupStateRequest",

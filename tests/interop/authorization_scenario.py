@@ -389,6 +389,10 @@ def probes(ctx: Context) -> list[tuple[str, Callable[[WireClient], Any]]]:
         ("alter client quotas", lambda c: send(c, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=True, entries=[{
             "entity": [{"entity_type": "user", "entity_name": "az-user"}],
             "ops": [{"key": "consumer_byte_rate", "value": 1024.0, "remove": False}]}])),
+        # error codes only: Kafka's CLUSTER_AUTHORIZATION_FAILED message prints the whole request
+        ("elect leaders", lambda c: _election_errors(send(
+            c, ApiKey.ELECT_LEADERS, 2, election_type=0, timeout_ms=10_000,
+            topic_partitions=[{"topic": t, "partitions": [0]} for t in every]))),
         ("share group", _share_group),
         ("describe share group offsets", lambda c: send(c, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
             {"group_id": g, "topics": [{"topic_name": t, "partitions": [0]} for t in ("az-open", "az-secret")]}
@@ -410,6 +414,11 @@ AUTHORIZATION_ERRORS = frozenset({29, 30, 31, 53, 65})
 
 def _authorization_outcome(code: int) -> int | str:
     return code if code in AUTHORIZATION_ERRORS or code == 0 else "past the authorizer"
+
+
+def _election_errors(response: Any) -> tuple[int, list[tuple[str, int, int]]]:
+    return response.error_code, sorted((t.topic, p.partition_id, p.error_code)
+                                       for t in response.replica_election_results for p in t.partition_result)
 
 
 def _log_dir_topics(response: Any) -> tuple[int, list[tuple[str, int]]]:
@@ -450,4 +459,4 @@ def covered_api_keys() -> set[ApiKey]:
             ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.LIST_CONFIG_RESOURCES,
             ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE,  # "share group"
             ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-            ApiKey.DELETE_SHARE_GROUP_OFFSETS}
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS, ApiKey.ELECT_LEADERS}

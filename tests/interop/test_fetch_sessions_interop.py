@@ -128,7 +128,6 @@ NOT_USED_IN_NORMAL_OPERATION = {
     "RenewDelegationToken": "admin: delegation tokens",
     "ExpireDelegationToken": "admin: delegation tokens",
     "DescribeDelegationToken": "admin: delegation tokens",
-    "ElectLeaders": "admin: one node holds the only replica",
     "AlterPartitionReassignments": "admin: one node, nothing to reassign",
     "ListPartitionReassignments": "admin: one node, nothing to reassign",
     "DescribeQuorum": "KRaft: no controller quorum",

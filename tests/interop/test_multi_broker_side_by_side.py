@@ -1,7 +1,8 @@
 """Three brokers side by side: a three-node Apache Kafka 4.3.1 KRaft cluster (tests/apache_kafka_cluster.py) and
 `MiniKafka(brokers=3)`, asked the same raw requests: Metadata and DescribeTopicPartitions after a broker stops and
-after it is back, and the error codes of partition requests sent to a broker that does not lead the partition and
-of group requests sent to a broker that is not the group's coordinator.
+after it is back, the error codes of partition requests sent to a broker that does not lead the partition and
+of group requests sent to a broker that is not the group's coordinator, ElectLeaders' answers, and KIP-966's
+eligible leader replicas as a partition's brokers stop and start.
 
 Topics are created with an explicit replica assignment, so the preferred leaders (the first replica) and every
 election are the same on both sides. Kafka's JVMs take 15-30 s to start here: the module is marked `slow`.
@@ -22,6 +23,7 @@ from kafka.protocol.consumer.group import OffsetFetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
+from minikafka.protocol.schemas import ElectLeadersRequest
 from minikafka.testing import MiniKafka
 from tests.apache_kafka_cluster import ApacheKafkaCluster
 from tests.broker.test_fetch_wire import batch_of, fetch, produce
@@ -243,3 +245,81 @@ def test_group_requests_to_a_broker_that_is_not_the_coordinator_answer_not_coord
         assert client.request(request).groups[0].error_code == 16  # NOT_COORDINATOR
     with WireClient(cluster.address(coordinator)) as client:
         assert client.request_until_ready(request).groups[0].error_code == 0
+
+
+def elect(cluster: Cluster, via: int, election_type: int, partitions: dict[str, list[int]]) -> dict[Any, Any]:
+    """ElectLeaders v2 through broker `via`: (topic, partition) -> (error code, message)."""
+    topic_cls = ElectLeadersRequest.TopicPartitions
+    request = ElectLeadersRequest[2](election_type=election_type, timeout_ms=30_000, topic_partitions=[
+        topic_cls(topic=topic, partitions=indexes) for topic, indexes in partitions.items()])
+    with WireClient(cluster.address(via)) as client:
+        response = client.request(request)
+    assert response.error_code == 0
+    return {(topic.topic, part.partition_id): (part.error_code, part.error_message)
+            for topic in response.replica_election_results for part in topic.partition_result}
+
+
+def test_elect_leaders_preferred_and_unclean(cluster: Cluster) -> None:
+    spread = create_topics(cluster, uuid.uuid4().hex[:6])["spread"]
+    not_needed = (84, "Leader election not needed for topic partition.")
+    assert elect(cluster, 3, 0, {spread: [0, 1], "nowhere-topic": [0]}) == {
+        (spread, 0): not_needed, (spread, 1): not_needed,
+        ("nowhere-topic", 0): (3, "No such topic as nowhere-topic")}
+    cluster.stop_broker(2)
+    try:
+        wait_until(lambda: (leaders(cluster, 1, spread) or {}).get(1) == 3, "partition 1 led by broker 3")
+        assert elect(cluster, 1, 0, {spread: [1, 7]}) == {
+            (spread, 1): (80, "The preferred leader was not available."),
+            (spread, 7): (3, f"No such partition as {spread}-7")}
+        assert elect(cluster, 1, 1, {spread: [1]}) == {(spread, 1): not_needed}
+    finally:
+        cluster.start_broker(2)
+    wait_until(lambda: all(2 in state[4] for state in partition_states(cluster, 1, spread)["metadata"].values()),
+               "broker 2 back in every ISR")
+    assert elect(cluster, 1, 0, {spread: [1]}) == {(spread, 1): (0, None)}
+    wait_until(lambda: (leaders(cluster, 3, spread) or {}).get(1) == 2, "broker 2 leads partition 1 again")
+
+
+def eligible_state(cluster: Cluster, via: int, topic: str) -> tuple[int, int, list[int], list[int], list[int]] | None:
+    """DescribeTopicPartitions of partition 0: (leader, leader epoch, ISR, ELR, last known ELR); None while broker
+    `via` does not know the topic yet."""
+    with WireClient(cluster.address(via)) as client:
+        partitions = client.request(DescribeTopicPartitionsRequest[0](
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)], response_partition_limit=2000,
+            cursor=None)).topics[0].partitions
+    if not partitions:
+        return None
+    part = partitions[0]
+    return (part.leader_id, part.leader_epoch, sorted(part.isr_nodes), list(part.eligible_leader_replicas),
+            list(part.last_known_elr))
+
+
+def test_eligible_leader_replicas_as_the_brokers_of_a_partition_stop_and_start(cluster: Cluster) -> None:
+    """KIP-966, on by default in Kafka 4.3: a partition [1, 2] with min.insync.replicas=2, both brokers stopped
+    and started one by one, seen through broker 3 at each step."""
+    topic = f"eligible-{uuid.uuid4().hex[:6]}"
+    creatable = CreateTopicsRequest.CreatableTopic
+    request = CreateTopicsRequest[7](topics=[creatable(
+        name=topic, num_partitions=-1, replication_factor=-1,
+        configs=[creatable.CreatableTopicConfig(name="min.insync.replicas", value="2")],
+        assignments=[creatable.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])],
+        timeout_ms=30_000, validate_only=False)
+    with WireClient(cluster.address(3)) as client:
+        assert client.request(request).topics[0].error_code == 0
+
+    def reaches(expected: tuple[int, int, list[int], list[int], list[int]], what: str) -> None:
+        wait_until(lambda: eligible_state(cluster, 3, topic) == expected, what)
+
+    reaches((1, 0, [1, 2], [], []), "the topic created")
+    cluster.stop_broker(2)
+    try:
+        reaches((1, 0, [1], [2], []), "2 out of an ISR below min.insync.replicas: eligible")
+        cluster.stop_broker(1)
+        try:
+            reaches((-1, 1, [], [1, 2], [1]), "an empty ISR, both eligible, 1 the last known leader")
+        finally:
+            cluster.start_broker(2)
+        reaches((2, 2, [2], [1], []), "the eligible 2 elected, 1 still eligible")
+    finally:
+        cluster.start_broker(1)
+    reaches((2, 2, [1, 2], [], []), "1 back in the ISR, nothing eligible")

@@ -341,3 +341,32 @@ def test_topic_compression_type_recompresses_on_append(make_log: LogFactory, top
         (i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
     # the retried batch is still recognised as a duplicate of the recompressed one
     assert log.append_as_leader(sent).duplicate
+
+
+def test_truncate_to_removes_records_across_segments_and_the_producer_state_past_it(make_log: LogFactory) -> None:
+    log = make_log({"segment.bytes": "200"})
+    for sequence in range(6):
+        log.append_as_leader(batch(b"x" * 40, producer_id=7, producer_epoch=0, base_sequence=sequence))
+    assert len(log.segments()) > 2 and log.log_end_offset == 6
+    assert log.truncate_to(2) == 4
+    assert (log.log_end_offset, log.high_watermark) == (2, 2)
+    assert [segment.base_offset for segment in log.segments()] == [0, 1]
+    assert offsets_in(log.read(0, 1 << 20).records) == [0, 1]
+    assert log.active_producers()[0].last_sequence == 1  # the producer state as of offset 2
+    # the next batch takes offset 2 again and continues the producer's sequence from there
+    assert log.append_as_leader(batch(b"y", producer_id=7, producer_epoch=0, base_sequence=2)).first_offset == 2
+    assert log.truncate_to(9) == 0
+    log.close()
+    reopened = make_log({"segment.bytes": "200"})
+    assert reopened.log_end_offset == 3
+    assert offsets_in(reopened.read(0, 1 << 20).records) == [0, 1, 2]
+
+
+def test_the_high_watermark_cap_holds_the_high_watermark_and_the_latest_offset(make_log: LogFactory) -> None:
+    log = make_log()
+    log.append_as_leader(batch(b"a", b"b", b"c"))
+    log.high_watermark_cap = 1
+    assert (log.high_watermark, log.fetch_offset_by_timestamp(-1)) == (1, (1, -1))
+    assert log.read(0, 1 << 20).high_watermark == 1
+    log.high_watermark_cap = None
+    assert log.high_watermark == 3

@@ -358,7 +358,8 @@ def test_bad_input_is_refused_with_one_line_in_python(kafka: MiniKafka, call: An
     assert reason in str(refused.value)
     assert "\n" not in str(refused.value)
     assert kafka.faults.describe() == {"brokers": [1], "push_request_errors": [], "stale_metadata": [], "rtt_ms": {},
-                                       "disconnect_on": [], "blackhole": [], "stopped_brokers": []}
+                                       "disconnect_on": [], "blackhole": [], "stopped_brokers": [],
+                                       "paused_followers": []}
 
 
 def minikafka(*args: str) -> subprocess.CompletedProcess[str]:
