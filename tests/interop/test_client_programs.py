@@ -1,4 +1,5 @@
-"""Java (kafka-clients), kafkajs and franz-go round trips against Apache Kafka and minikafka, compared field by field."""
+"""Java (kafka-clients), kafkajs and franz-go round trips against Apache Kafka and minikafka, compared field by
+field."""
 
 from __future__ import annotations
 
