@@ -57,8 +57,8 @@ def run_franzgo_client(
 ) -> dict[str, Any]:
     """Run the franz-go client and return its JSON summary (same schema as client.js's).
 
-    `producer_config` takes `linger.ms`, `batch.size` and `max.buffered.records` (main.go maps them to franz-go's
-    options); `records_per_second` paces the produce so that it lasts count / records_per_second seconds at least."""
+    `producer_config` takes Kafka's `linger.ms` and `batch.size` (main.go maps them to franz-go's options);
+    `records_per_second` paces the produce so that it lasts count / records_per_second seconds at least."""
     binary = ensure_built()
     args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
             "--partitions", str(partitions), "--timeout-ms", str(timeout_ms)]

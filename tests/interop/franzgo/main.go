@@ -11,9 +11,8 @@
 // committing what it read before leaving), otherwise by consuming every partition from offset 0 without a group.
 //
 // --producer-config takes the Java client's property names, of which franz-go has two: linger.ms
-// (ProducerLinger, 10 ms by default) and batch.size (ProducerBatchMaxBytes, at least 512); and franz-go's own
-// max.buffered.records (MaxBufferedRecords, 50,000 by default: Produce waits while that many are unacknowledged).
-// Small batches and few buffered records make a produce take many requests, one after another.
+// (ProducerLinger, 10 ms by default) and batch.size (ProducerBatchMaxBytes, at least 512); small batches make a
+// produce take many requests.
 //
 // --records-per-second paces the produce (record i is handed to the client no earlier than i/R seconds after the
 // first): a Go producer writes a few thousand records in a fraction of a second, before faults set every 250 ms by
@@ -152,14 +151,8 @@ func producerConfig(spec string) ([]kgo.Opt, error) {
 				return nil, fmt.Errorf("--producer-config: batch.size must be at least 512 (franz-go's minimum), got %d", n)
 			}
 			producerOpts = append(producerOpts, kgo.ProducerBatchMaxBytes(int32(n)))
-		case "max.buffered.records":
-			if n < 1 {
-				return nil, fmt.Errorf("--producer-config: max.buffered.records must be at least 1, got %d", n)
-			}
-			producerOpts = append(producerOpts, kgo.MaxBufferedRecords(n))
 		default:
-			return nil, fmt.Errorf("--producer-config: unsupported property %q "+
-				"(supported: linger.ms, batch.size, max.buffered.records)", key)
+			return nil, fmt.Errorf("--producer-config: unsupported property %q (supported: linger.ms, batch.size)", key)
 		}
 	}
 	return producerOpts, nil
