@@ -10,7 +10,7 @@
 // client does, then reads them back: with --group through a consumer group (classic protocol, from the start,
 // committing what it read before leaving), otherwise by consuming every partition from offset 0 without a group.
 //
-// --producer-config takes the Java client's property names, of which franz-go has two: linger.ms
+// --producer-config takes the Java client's property names; two are mapped to franz-go options: linger.ms
 // (ProducerLinger, 10 ms by default) and batch.size (ProducerBatchMaxBytes, at least 512); small batches make a
 // produce take many requests.
 //
