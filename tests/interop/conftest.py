@@ -1,5 +1,5 @@
-"""Fixtures for interop tests: the Java and kafkajs client programs, Apache Kafka's jars for its CLI tools, and one
-warm JVM per test module running kafka-configs (`kafka_configs_tool`).
+"""Fixtures for interop tests: the Java, kafkajs and franz-go client programs, Apache Kafka's jars for its CLI
+tools, and one warm JVM per test module running kafka-configs (`kafka_configs_tool`).
 
 Apache Kafka itself (`apache_kafka`) and the `target`/`target_bootstrap` switch live in tests/conftest.py, shared
 with the Spark tests under tests/pipeline/.
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop.franzgo_client import ensure_built as ensure_franzgo_client
 from tests.interop.java_client import ClientUnavailableError
 from tests.interop.java_client import ensure_built as ensure_java_client
 from tests.interop.kafkajs_client import ensure_installed as ensure_kafkajs_client
@@ -33,6 +34,14 @@ def kafkajs_client() -> None:
         ensure_kafkajs_client()
     except ClientUnavailableError as exc:
         pytest.skip(f"kafkajs interop client unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def franzgo_client() -> None:
+    try:
+        ensure_franzgo_client()
+    except ClientUnavailableError as exc:
+        pytest.skip(f"franz-go interop client unavailable: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Java (kafka-clients) and kafkajs round trips against Apache Kafka and minikafka, compared field by field."""
+"""Java (kafka-clients), kafkajs and franz-go round trips against Apache Kafka and minikafka, compared field by
+field."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop.franzgo_client import run_franzgo_client
 from tests.interop.java_client import run_java_client
 from tests.interop.kafkajs_client import run_kafkajs_client
 
@@ -44,7 +46,7 @@ _APACHE_SUMMARIES: dict[str, dict[str, Any]] = {}
 
 def _reference(client: str, apache_bootstrap: str) -> dict[str, Any]:
     if client not in _APACHE_SUMMARIES:
-        run = run_java_client if client == "java" else run_kafkajs_client
+        run = {"java": run_java_client, "kafkajs": run_kafkajs_client, "franzgo": run_franzgo_client}[client]
         _APACHE_SUMMARIES[client] = run(apache_bootstrap, _topic(f"ref-{client}"), COUNT, partitions=PARTITIONS)
         _assert_round_trip(_APACHE_SUMMARIES[client])
     return _APACHE_SUMMARIES[client]
@@ -64,12 +66,38 @@ def test_kafkajs_round_trip(target: str, target_bootstrap: str, apache_kafka: An
     assert _comparable(summary) == _comparable(_reference("kafkajs", apache_kafka.bootstrap))
 
 
+@pytest.mark.usefixtures("franzgo_client")
+def test_franzgo_round_trip(target: str, target_bootstrap: str, apache_kafka: Any) -> None:
+    summary = run_franzgo_client(target_bootstrap, _topic("franzgo"), COUNT, partitions=PARTITIONS)
+    _assert_round_trip(summary)
+    assert _comparable(summary) == _comparable(_reference("franzgo", apache_kafka.bootstrap))
+
+
 @pytest.mark.usefixtures("java_client", "kafkajs_client")
 def test_java_and_kafkajs_observe_the_same_records(target_bootstrap: str) -> None:
     """Both clients use Kafka's murmur2 partitioner, so the same records land on the same offsets."""
     java = run_java_client(target_bootstrap, _topic("java-x"), COUNT, partitions=PARTITIONS)
     kafkajs = run_kafkajs_client(target_bootstrap, _topic("kafkajs-x"), COUNT, partitions=PARTITIONS)
     assert _comparable(java) == _comparable(kafkajs)
+
+
+@pytest.mark.usefixtures("java_client", "franzgo_client")
+def test_java_and_franzgo_observe_the_same_records(target_bootstrap: str) -> None:
+    """franz-go's default partitioner hashes keys with Kafka's murmur2 too: the same records, the same offsets."""
+    java = run_java_client(target_bootstrap, _topic("java-g"), COUNT, partitions=PARTITIONS)
+    franzgo = run_franzgo_client(target_bootstrap, _topic("franzgo-x"), COUNT, partitions=PARTITIONS)
+    assert _comparable(java) == _comparable(franzgo)
+
+
+@pytest.mark.usefixtures("java_client", "franzgo_client")
+def test_franzgo_group_reads_what_java_wrote(target_bootstrap: str) -> None:
+    """The Java producer writes (idempotent, lz4); franz-go reads through a consumer group."""
+    topic = _topic("cross-go")
+    written = run_java_client(target_bootstrap, topic, COUNT, mode="produce", partitions=PARTITIONS)
+    read = run_franzgo_client(target_bootstrap, topic, COUNT, mode="consume", group=f"g-{topic}")
+    assert read["consumed"] == COUNT
+    assert read["digest"] == written["produced_digest"]
+    assert read["last_offset"] == {p: s["last_offset"] for p, s in written["produced_partitions"].items()}
 
 
 @pytest.mark.usefixtures("java_client", "kafkajs_client")

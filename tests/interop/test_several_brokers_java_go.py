@@ -1,7 +1,9 @@
-"""Three brokers in one process met by the Java client (kafka-clients, tests/interop/java): its idempotent acks=all
-producer and a consumer group run while leaders move (`elect_leader`) and brokers stop and start under them, every
-250 ms from the first record for as long as the client runs. Every record must be read back once, unchanged, in
-order, at offsets 0..n-1 of its partition.
+"""Three brokers in one process met by the Java client (kafka-clients, tests/interop/java) and the Go client
+(franz-go, tests/interop/franzgo): each one's idempotent acks=all producer and a consumer group run while leaders
+move (`elect_leader`) and brokers stop and start under them, every 250 ms from the first record for as long as the
+client runs. Every record must be read back once, unchanged, in order, at offsets 0..n-1 of its partition. The Go
+client paces its produce (2,000 records a second): unpaced, it writes the 3,000 records in a fifth of a second,
+before the first fault.
 
 kafkajs is not among them: it does not reconnect after a broker closes its connection (kafkajs issues 979 and 1711,
 open), so a stopped broker ends its run on any Kafka cluster; it meets the single-broker faults in
@@ -19,6 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka.testing import MiniKafka
+from tests.interop.franzgo_client import run_franzgo_client
 from tests.interop.java_client import run_java_client
 
 pytestmark = pytest.mark.timeout(300)
@@ -96,5 +99,15 @@ def test_the_java_client_keeps_exactly_once_in_order_while_leaders_move_and_brok
     summary, applied = run_under_faults(kafka, topic, lambda: run_java_client(
         kafka.bootstrap_servers, topic, COUNT, partitions=PARTITIONS, group=f"g-{topic}", timeout_ms=90_000,
         producer_config={"linger.ms": "5", "batch.size": "2048"}))
+    assert applied >= 4, "the faults overlapped the client's run"
+    assert_exactly_once_in_order(summary)
+
+
+@pytest.mark.usefixtures("franzgo_client")
+def test_the_franzgo_client_keeps_exactly_once_in_order_while_leaders_move_and_brokers_stop(kafka: MiniKafka) -> None:
+    topic = new_topic(kafka, "franzgo")
+    summary, applied = run_under_faults(kafka, topic, lambda: run_franzgo_client(
+        kafka.bootstrap_servers, topic, COUNT, partitions=PARTITIONS, group=f"g-{topic}", timeout_ms=90_000,
+        producer_config={"linger.ms": "5", "batch.size": "2048"}, records_per_second=2000))
     assert applied >= 4, "the faults overlapped the client's run"
     assert_exactly_once_in_order(summary)
