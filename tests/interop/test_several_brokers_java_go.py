@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from minikafka.testing import MiniKafka
 from tests.interop.franzgo_client import run_franzgo_client
 from tests.interop.java_client import run_java_client
+from tests.interop.test_faults_clients import assert_exactly_once_in_order
 
 pytestmark = pytest.mark.timeout(300)
 COUNT = 3000
@@ -85,14 +86,6 @@ def new_topic(kafka: MiniKafka, client: str) -> str:
     return topic
 
 
-def assert_exactly_once_in_order(summary: dict[str, Any]) -> None:
-    assert summary["produced"] == summary["consumed"] == COUNT
-    assert summary["digest"] == summary["produced_digest"]
-    assert summary["out_of_order"] == 0
-    for partition, stats in summary["produced_partitions"].items():
-        assert (stats["first_offset"], stats["last_offset"]) == (0, stats["count"] - 1), partition
-
-
 @pytest.mark.usefixtures("java_client")
 def test_the_java_client_keeps_exactly_once_in_order_while_leaders_move_and_brokers_stop(kafka: MiniKafka) -> None:
     topic = new_topic(kafka, "java")
@@ -100,7 +93,7 @@ def test_the_java_client_keeps_exactly_once_in_order_while_leaders_move_and_brok
         kafka.bootstrap_servers, topic, COUNT, partitions=PARTITIONS, group=f"g-{topic}", timeout_ms=90_000,
         producer_config={"linger.ms": "5", "batch.size": "2048"}))
     assert applied >= 4, "the faults overlapped the client's run"
-    assert_exactly_once_in_order(summary)
+    assert_exactly_once_in_order(summary, COUNT)
 
 
 @pytest.mark.usefixtures("franzgo_client")
@@ -110,4 +103,4 @@ def test_the_franzgo_client_keeps_exactly_once_in_order_while_leaders_move_and_b
         kafka.bootstrap_servers, topic, COUNT, partitions=PARTITIONS, group=f"g-{topic}", timeout_ms=90_000,
         producer_config={"linger.ms": "5", "batch.size": "2048"}, records_per_second=2000))
     assert applied >= 4, "the faults overlapped the client's run"
-    assert_exactly_once_in_order(summary)
+    assert_exactly_once_in_order(summary, COUNT)
