@@ -225,7 +225,11 @@ def test_partition_requests_to_a_follower_and_to_a_non_replica_answer_not_leader
     not_leader = {api: 6 for api in ("Produce", "Fetch v10", "Fetch v12", "ListOffsets", "OffsetForLeaderEpoch",
                                      "DeleteRecords")}
     # A follower serves a consumer's Fetch from v11 on (up to the high watermark), as Kafka's ReplicaManager does
-    # whenever the request carries client metadata; everything else needs the leader.
+    # whenever the request carries client metadata; everything else needs the leader. Kafka's follower answers
+    # NOT_LEADER_OR_FOLLOWER (which consumers retry) until it has applied the new partition, a moment after its
+    # Metadata names the leader: wait for that first.
+    wait_until(lambda: error_codes_from_a_non_leader(cluster, names["spread"], 0, via=2)["Fetch v12"] == 0,
+               "broker 2 follows the partition")
     assert error_codes_from_a_non_leader(cluster, names["spread"], 0, via=2) == {**not_leader, "Fetch v12": 0}
     assert error_codes_from_a_non_leader(cluster, names["pair"], 0, via=1) == not_leader  # not a replica at all
     with WireClient(cluster.address(1)) as client:  # the leader serves the same requests
