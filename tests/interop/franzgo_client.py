@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.interop.java_client import ClientUnavailableError, parse_summary
+from tests.interop.java_client import ClientUnavailableError, client_args, parse_summary
 
 PROJECT_DIR = Path(__file__).resolve().parent / "franzgo"
 BINARY = PROJECT_DIR / "target" / "franzgo-interop"  # git-ignored
@@ -60,13 +60,9 @@ def run_franzgo_client(
     `producer_config` takes Kafka's `linger.ms` and `batch.size` (main.go maps them to franz-go's options);
     `records_per_second` paces the produce so that it lasts count / records_per_second seconds at least."""
     binary = ensure_built()
-    args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
-            "--partitions", str(partitions), "--timeout-ms", str(timeout_ms)]
-    if group is not None:
-        args += ["--group", group]
+    args = client_args(bootstrap, topic, count, mode, group=group, partitions=partitions, timeout_ms=timeout_ms,
+                       producer_config=producer_config)
     if records_per_second is not None:
         args += ["--records-per-second", str(records_per_second)]
-    if producer_config:
-        args += ["--producer-config", ",".join(f"{key}={value}" for key, value in producer_config.items())]
     done = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout_ms / 1000 + 60)
     return parse_summary(done, "franz-go client")

@@ -68,18 +68,27 @@ def run_java_client(
     `producer_config`/`consumer_config` add client properties (modes produce/consume/produce-consume).
     """
     jar = ensure_built()
+    args = client_args(bootstrap, topic, count, mode, group=group, partitions=partitions, timeout_ms=timeout_ms,
+                       producer_config=producer_config, consumer_config=consumer_config)
+    if max_per_partition is not None:
+        args += ["--max-per-partition", str(max_per_partition)]
+    command = ["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", MAIN_CLASS, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60)
+    return parse_summary(done, "Java client")
+
+
+def client_args(bootstrap: str, topic: str, count: int, mode: str, *, group: str | None, partitions: int,
+                timeout_ms: int, producer_config: dict[str, str] | None = None,
+                consumer_config: dict[str, str] | None = None) -> list[str]:
+    """The command line the interop client programs (Java, kafkajs, franz-go) share."""
     args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
             "--partitions", str(partitions), "--timeout-ms", str(timeout_ms)]
     if group is not None:
         args += ["--group", group]
-    if max_per_partition is not None:
-        args += ["--max-per-partition", str(max_per_partition)]
     for option, config in (("--producer-config", producer_config), ("--consumer-config", consumer_config)):
         if config:
             args += [option, ",".join(f"{key}={value}" for key, value in config.items())]
-    command = ["java", "-Xmx256m", "-cp", f"{jar}:{LIB_DIR}/*", MAIN_CLASS, *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60)
-    return parse_summary(done, "Java client")
+    return args
 
 
 def parse_summary(done: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.interop.java_client import ClientUnavailableError, parse_summary
+from tests.interop.java_client import ClientUnavailableError, client_args, parse_summary
 
 PROJECT_DIR = Path(__file__).resolve().parent / "kafkajs"
 SCRIPT = PROJECT_DIR / "client.js"
@@ -46,10 +46,7 @@ def run_kafkajs_client(
 ) -> dict[str, Any]:
     """Run client.js and return its JSON summary (same schema as the Java client's)."""
     script = ensure_installed()
-    args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count), "--mode", mode,
-            "--partitions", str(partitions), "--timeout-ms", str(timeout_ms)]
-    if group is not None:
-        args += ["--group", group]
+    args = client_args(bootstrap, topic, count, mode, group=group, partitions=partitions, timeout_ms=timeout_ms)
     done = subprocess.run(
         ["node", str(script), *args], cwd=PROJECT_DIR, capture_output=True, text=True,
         timeout=timeout_ms / 1000 + 60,
