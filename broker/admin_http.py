@@ -175,7 +175,7 @@ class _HalfClosingRequestHandler(web.RequestHandler):
     """aiohttp's connection protocol, except that a client that half-closes (sends its request, then shuts its
     write side: `curl --data-binary @plan`, `nc -N`) still gets its response. aiohttp closes the transport on EOF;
     here EOF ends the bodies still being received (a short body then reads as short instead of stalling) and
-    the connection closes after the response. Event-loop thread only."""
+    the connection closes after the response, or at once when no request is in hand. Event-loop thread only."""
 
     peer_closed = False
 
@@ -187,6 +187,11 @@ class _HalfClosingRequestHandler(web.RequestHandler):
         for payload in pending:
             if not payload.is_eof():
                 payload.feed_eof()
+        if self._waiter is not None and not self._waiter.done():
+            # Idle between requests (the last answer went out before the EOF came): nothing to answer. close()
+            # would cancel the waiter, end start() and leave the transport open.
+            self.force_close()
+            return False
         self.close()  # no request follows: close once the one in hand is answered (force_close would drop it)
         return True  # keep our side open for the response
 

@@ -1,6 +1,7 @@
 """The metrics/admin port on aiohttp (broker/admin_http.py) over real sockets of a real broker: connections are
 kept alive across requests (the old responder closed after each), a client that half-closes after its request still
-gets the answer, and malformed requests are 400s that leave the port serving."""
+gets the answer (and one that half-closes after reading its answer is closed), and malformed requests are 400s that
+leave the port serving."""
 
 from __future__ import annotations
 
@@ -60,6 +61,25 @@ def test_a_half_closed_request_is_answered_and_closed(kafka: MiniKafka) -> None:
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" in head
     assert b"kafka_server" in body or b"minikafka" in body
+
+
+def test_a_half_close_after_the_answer_closes_the_idle_connection(kafka: MiniKafka) -> None:
+    """The client shuts its write side only after it has read a keep-alive answer (a slow client, or one
+    descheduled between send and shutdown): the broker closes the idle connection at once."""
+    with socket.create_connection(("127.0.0.1", kafka.metrics_port), timeout=10) as connection:
+        connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += connection.recv(65536)
+        head, _, body = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
+        length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+                     .split(b":")[1])
+        while len(body) < length:
+            body += connection.recv(65536)
+        connection.shutdown(socket.SHUT_WR)
+        connection.settimeout(5)
+        assert connection.recv(65536) == b""
 
 
 def test_malformed_requests_are_400s_and_the_port_keeps_serving(kafka: MiniKafka) -> None:
