@@ -47,6 +47,13 @@ class JvmProcess:
             _signal_group(process, signal.SIGKILL)
             process.wait(timeout=10)
 
+    def kill(self) -> None:
+        """SIGKILL the JVM's process group, for a throwaway JVM whose shutdown would only wait. Safe to call twice."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            _signal_group(process, signal.SIGKILL)
+            process.wait(timeout=10)
+
     def __enter__(self) -> Self:
         return self.start()
 
