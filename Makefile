@@ -91,8 +91,10 @@ typecheck: $(TEST_STAMP)
 docs: $(TEST_STAMP)
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
 
+## PYTEST_ARGS: more pytest options for make test, e.g. PYTEST_ARGS="-p randomly" for the whole suite in a random
+## order (pytest-randomly prints the seed; add --randomly-seed=N to repeat one)
 pytest: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -ra --durations=20 -n 2 --dist loadfile $(PYTEST_ARGS)
 
 ## make test-container: build docker/Dockerfile's image with podman (base image from Debian's packages, cached;
 ## nothing pulled) and test it running (tests/docker/test_container.py; skips with the reason without podman)
