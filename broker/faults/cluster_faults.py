@@ -10,7 +10,8 @@
 - `pause_follower(topic, partition, id)` / `resume_follower(...)`: follower `id` stops following / catches up
   (`FollowerStates`).
 Input is validated here (a `FaultInputError` names the mistake: an unknown broker, topic or partition, stopping a
-stopped broker or the last running one). Event-loop thread only.
+stopped broker or the last running one, starting a broker whose port another process took meanwhile). Event-loop
+thread only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from minikafka.broker.cluster import Cluster
 from minikafka.broker.faults.fault_names import FaultInputError
 from minikafka.broker.follower_states import FollowerStates
 from minikafka.broker.partition_states import PartitionStates
+from minikafka.broker.startup_error import StartupError
 from minikafka.protocol.errors import UnknownTopicOrPartitionError
 
 BrokerAction = Callable[[int], Awaitable[None]]
@@ -79,7 +81,10 @@ class ClusterFaults:
         broker_id = self._broker_id(broker)
         if self.cluster.is_running(broker_id):
             raise FaultInputError(f"broker {broker_id} is already running")
-        await self._start(broker_id)
+        try:
+            await self._start(broker_id)
+        except (StartupError, OSError) as error:  # its port was taken while it was stopped: it stays stopped
+            raise FaultInputError(f"broker {broker_id} cannot listen again: {error}") from None
 
     def describe(self) -> dict[str, Any]:
         return {"stopped_brokers": [broker for broker in self.cluster.broker_ids

@@ -6,6 +6,7 @@ OffsetsForLeaderEpoch answers from the epoch history, and the partition state su
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -206,6 +207,14 @@ def test_the_last_running_broker_cannot_be_stopped(tmp_path: Path) -> None:
             kafka.faults.stop_broker(2)
         with pytest.raises(FaultError, match="broker 1 is already stopped"):
             kafka.faults.stop_broker(1)
+        host, port = address(kafka, 1).rsplit(":", 1)
+        with socket.socket() as squatter:  # another process took broker 1's port while it was stopped
+            squatter.bind((host, int(port)))
+            squatter.listen()
+            with pytest.raises(FaultError, match=f"broker 1 cannot listen again: listeners=PLAINTEXT://.*:{port}: "
+                                                 "cannot listen there") as refused:
+                kafka.faults.start_broker(1)
+            assert "\n" not in str(refused.value)
         kafka.faults.start_broker(1)
         with WireClient(address(kafka, 1)) as client:  # listening again on the same port
             answer = client.request(MetadataRequest[12](topics=[], allow_auto_topic_creation=False,
