@@ -33,7 +33,9 @@ def spark() -> Iterator[SparkSession]:
         jars=jars,
         fast_start=True,
         # the connector's cached producers would keep calling the per-test brokers for 10 minutes after they stop
-        conf={"spark.driver.memory": "1g", "spark.kafka.producer.cache.timeout": "5s", **SMALL_DATA_SPARK_CONF},
+        # (idle for 5 s, they go at the evictor's next run: every minute by default)
+        conf={"spark.driver.memory": "1g", "spark.kafka.producer.cache.timeout": "5s",
+              "spark.kafka.producer.cache.evictorThreadRunInterval": "1s", **SMALL_DATA_SPARK_CONF},
     )
     try:
         yield session
