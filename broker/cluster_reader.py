@@ -2,7 +2,8 @@
 (brokers, running or stopped), the `PartitionStates` (leader, epoch, replicas, ISR, ELR of every partition with a
 recorded state) and `CoordinatorRouting` (who coordinates each group id and transactional id the coordinators
 know; the coordinator is the broker FindCoordinator names). It elects and stops nothing; a partition without a
-recorded state yet is left out. Event-loop thread only (everything it reads is loop-owned).
+recorded state yet is left out. Event-loop thread only (everything it reads is loop-owned; `assert_on_loop` checks
+it when the suite's check is on).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from minikafka.broker.cluster_read_model import (
     PartitionLeadership,
 )
 from minikafka.broker.coordinator_routing import GROUP, TOPICS, TRANSACTION, CoordinatorRouting
+from minikafka.broker.loop_owner import assert_on_loop
 from minikafka.broker.partition_states import PartitionStates
 
 
@@ -34,6 +36,7 @@ class ClusterReader:
         self.transactional_ids = transactional_ids
 
     def read_model(self) -> ClusterReadModel:
+        assert_on_loop("ClusterReader")  # the partition states and the coordinators' maps change on the loop
         partitions = []
         for topic, states in self.partitions.items():
             for index, state in enumerate(states):
