@@ -8,6 +8,7 @@ it when the suite's check is on).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from minikafka.broker.cluster import Cluster
@@ -44,16 +45,16 @@ class ClusterReader:
                     topic, index, state.leader, state.leader_epoch, tuple(state.replicas), tuple(state.isr),
                     tuple(state.elr), tuple(state.last_known_elr) if not state.isr else (),
                     tuple(self.partitions.offline_replicas(state))))
+        leads = Counter(p.leader for p in partitions)
+        replica_of = Counter(replica for p in partitions for replica in p.replicas)
         controller = self.cluster.controller_id()
         brokers = []
         for node_id in self.cluster.broker_ids:
             node = self.cluster.nodes[node_id]
             listeners = tuple(self.cluster.endpoint(node_id, endpoint.listener_name).connection_string
                               for endpoint in node.config.listeners)
-            brokers.append(BrokerSummary(
-                node_id, listeners, node.running, node_id == controller,
-                sum(1 for p in partitions if p.leader == node_id),
-                sum(1 for p in partitions if node_id in p.replicas)))
+            brokers.append(BrokerSummary(node_id, listeners, node.running, node_id == controller, leads[node_id],
+                                         replica_of[node_id]))
         coordinators = [self._coordinator(kind, key) for kind, keys in ((GROUP, self.group_ids()),
                                                                          (TRANSACTION, self.transactional_ids()))
                         for key in sorted(set(keys))]

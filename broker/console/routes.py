@@ -17,7 +17,8 @@ on the topic; a key lookup (records and values) READ on the topic; the cluster p
 topics it may DESCRIBE and the group and transactional ids it may DESCRIBE (the brokers for anyone past the gate, as
 Metadata lists them). A refused page is 403, whether the topic exists or not.
 Event-loop thread only; page data is read in the admin port's threads (`admin_thread`) except group lag (the
-coordinator is loop-owned) and the cluster page (`ClusterReadModel`, built on the loop from loop-owned state).
+coordinator is loop-owned) and the cluster page's `ClusterReadModel` (built on the loop from loop-owned state; its
+HTML is rendered in an admin thread: the model is immutable).
 """
 
 from __future__ import annotations
@@ -145,11 +146,12 @@ class Console:
 
     async def cluster_page(self, query: dict[str, list[str]]) -> Reply:
         internal = bool(_first(query, "internal"))
-        return 200, HTML, pages.cluster_page(self._cluster_model(internal), self.clock.time_ms(), internal)
+        model = self._cluster_model(internal)
+        return 200, HTML, await admin_thread(pages.cluster_page, model, self.clock.time_ms(), internal)
 
     async def cluster_live(self, query: dict[str, list[str]]) -> Reply:
-        return 200, HTML, pages.cluster_live(self._cluster_model(bool(_first(query, "internal"))),
-                                             self.clock.time_ms())
+        model = self._cluster_model(bool(_first(query, "internal")))
+        return 200, HTML, await admin_thread(pages.cluster_live, model, self.clock.time_ms())
 
     def _cluster_model(self, internal: bool) -> ClusterReadModel:
         """The read model (built here, on the loop) with the partitions of the topics the request may DESCRIBE (the
