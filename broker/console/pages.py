@@ -7,7 +7,7 @@ functions; thread-safe.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
@@ -80,8 +80,9 @@ def page(title: str, body: str, *, script: bool = False) -> bytes:
 
 
 def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: list[ShareGroupView],
-               now_ms: int, faults: Mapping[str, Any] | None = None) -> bytes:
-    """`faults`: the faults in force (`FaultState.describe()`); a table above the topics while any is set."""
+               now_ms: int, faults: Mapping[str, Any] | None = None, stopped_brokers: Sequence[int] = ()) -> bytes:
+    """`faults`: the faults in force (`FaultState.describe()`); a table above the topics while any is set.
+    `stopped_brokers`: a line linking to the cluster page while any broker is stopped."""
     rows = []
     for topic in topics:
         status = escape(topic.status) if topic.compacted else '<span class="muted">&#8211;</span>'
@@ -106,7 +107,9 @@ def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: li
         "<table id=groups><thead><tr><th>group</th><th>type</th><th>state</th><th>lag</th><th>per partition</th>"
         "</tr></thead><tbody>"
         + ("".join(group_rows) or "<tr><td colspan=5 class=muted>no consumer groups</td></tr>") + "</tbody></table>")
-    body = (f"{_faults_table(faults)}<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
+    stopped = (f'<p class=bad id=stopped-brokers>broker(s) {", ".join(map(str, stopped_brokers))} stopped: see '
+               '<a href="/cluster">brokers &amp; leaders</a></p>' if stopped_brokers else "")
+    body = (f"{_faults_table(faults)}{stopped}<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
             f"<h1>Share groups</h1>{_share_group_table(share_groups)}"
             f'<p class="muted small">as of {_time(now_ms)}</p>')
     return page("topics", body)

@@ -1,5 +1,5 @@
 """`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups; the
-wire-level faults in force above them while any is set),
+wire-level faults in force and the stopped brokers above them while any is set),
 `/topic?name=T` (partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes
 every second), `/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value
 only for `show`), `/cluster[?internal=1]` (the brokers, running or stopped, each partition's leader, leader epoch,
@@ -100,12 +100,14 @@ class Console:
         groups = group_lags(self.group_coordinator, self.log_manager)
         share_groups = share_group_views(self.share_coordinator)
         faults = self.faults.describe() if self.faults is not None else None
+        stopped = [b.node_id for b in self.cluster().brokers if not b.running] if self.cluster is not None else []
         described = access.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, {
             *(t.name for t in topics), *(row[0] for g in groups for row in g.partitions),
             *(row[0] for g in share_groups for row in g.partitions)})
         return 200, HTML, pages.front_page([t for t in topics if t.name in described],
                                            _visible_groups(access, groups, described),
-                                           _visible_groups(access, share_groups, described), now_ms, faults)
+                                           _visible_groups(access, share_groups, described), now_ms, faults,
+                                           stopped)
 
     async def topic(self, query: dict[str, list[str]]) -> Reply:
         return await self._topic(query, pages.topic_page)

@@ -169,12 +169,17 @@ def test_the_cluster_page_follows_a_stopped_broker_and_a_moved_coordinator(three
             assert sorted(ids(row.cells["isr"])) == sorted(isr) == sorted(set(replicas) - {stopped})
             assert ids(row.cells["offline"]) == [stopped]
             assert row.css == "warn"  # under-replicated
+        with urllib.request.urlopen(three.admin_url + "/", timeout=10) as response:
+            front = response.read().decode()
+        assert f"<p class=bad id=stopped-brokers>broker(s) {stopped} stopped" in front
         moved = page.partitions[(topic, 0)]
         assert moved.cells["epoch"] == "1" and int(moved.cells["leader"]) != stopped
     finally:
         three.faults.start_broker(stopped)
     page = cluster_page(three)
     assert page.brokers[stopped].cells["state"] == "running"
+    with urllib.request.urlopen(three.admin_url + "/", timeout=10) as response:
+        assert b"stopped-brokers" not in response.read()
     assert all(sorted(ids(page.partitions[(topic, i)].cells["isr"])) == [1, 2, 3] for i in range(3))
     producer.flush(1)
 
