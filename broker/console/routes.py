@@ -145,7 +145,6 @@ class Console:
         shown = hex_text if hex_text is not None else key_text
         return 200, HTML, pages.key_page(lookup, shown or "", hex_text is not None)
 
-
     async def cluster_page(self, query: dict[str, list[str]]) -> Reply:
         internal = bool(_first(query, "internal"))
         model = self._cluster_model(internal)
