@@ -57,6 +57,7 @@ from minikafka.storage.log_manager import LogManager
 
 if TYPE_CHECKING:
     from minikafka.broker.admin_http import AdminHttpServer, RequestBody
+    from minikafka.broker.cluster_reader import ClusterReader
     from minikafka.broker.compaction_plans import CompactionPlanUploads
     from minikafka.broker.security.authorizer import StandardAuthorizer
 
@@ -264,7 +265,7 @@ class KafkaServer:
                                                    self.start_broker, self.follower_states),
                         CoordinatorFaults(self.coordinators)).register(admin_http.routes)
             Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator, self.faults).register(admin_http)
+                    self.share_coordinator, self.faults, self._cluster_reader().read_model).register(admin_http)
             await admin_http.start(sockets)
             self.admin_http = admin_http
         except asyncio.CancelledError:  # shut down before it served
@@ -275,6 +276,15 @@ class KafkaServer:
             for sock in sockets:
                 sock.close()
             log.exception("The metrics/admin HTTP server did not start; the Kafka listeners keep serving")
+
+    def _cluster_reader(self) -> ClusterReader:
+        from minikafka.broker.cluster_reader import ClusterReader
+
+        assert self.coordinators is not None
+        groups, transactions = self.group_coordinator, self.txn_coordinator
+        return ClusterReader(self.cluster, self.partition_states, self.coordinators,
+                             lambda: groups.manager.groups if groups is not None else (),
+                             lambda: transactions.manager.transactions if transactions is not None else ())
 
     async def _load_coordinators(self) -> None:
         """Groups first: completing a transaction left in Prepare* may write a marker to __consumer_offsets,
@@ -523,6 +533,7 @@ def _import_admin_http_modules() -> None:
     import minikafka.broker.admin_auth
     import minikafka.broker.admin_http
     import minikafka.broker.cleaner_state
+    import minikafka.broker.cluster_reader
     import minikafka.broker.compaction_plans
     import minikafka.broker.console
     import minikafka.broker.erasure

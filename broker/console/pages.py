@@ -1,16 +1,18 @@
-"""The console's HTML: server-rendered pages from broker/console/state.py views, every text escaped, and an SVG
-drawing of a partition's segments (clean part, dirty part, active segment, widths by size, offsets and times in each
-segment's tooltip). Values are rendered only for the one record a user asked to see. Pure functions; thread-safe.
+"""The console's HTML: server-rendered pages from broker/console/state.py views and the `ClusterReadModel`, every
+text escaped, and an SVG drawing of a partition's segments (clean part, dirty part, active segment, widths by size,
+offsets and times in each segment's tooltip). Values are rendered only for the one record a user asked to see. Pure
+functions; thread-safe.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from minikafka.broker.cluster_read_model import NO_LEADER, ClusterReadModel, PartitionLeadership
 from minikafka.broker.console.state import GroupLag, KeyLookup, PartitionView, SegmentView, ShareGroupView, TopicView
 
 #: a page from a topic view and the time it shows ("now")
@@ -71,14 +73,16 @@ def page(title: str, body: str, *, script: bool = False) -> bytes:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<link rel="stylesheet" href="/static/console.css">{scripts}</head><body>'
         '<header><a href="/" class="brand">minikafka</a> <span>console</span>'
-        '<nav><a href="/">topics &amp; groups</a> <a href="/metrics">metrics</a></nav></header>'
+        '<nav><a href="/">topics &amp; groups</a> <a href="/cluster">brokers &amp; leaders</a> '
+        '<a href="/metrics">metrics</a></nav></header>'
         f"<main>{body}</main></body></html>\n"
     ).encode()
 
 
 def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: list[ShareGroupView],
-               now_ms: int, faults: Mapping[str, Any] | None = None) -> bytes:
-    """`faults`: the faults in force (`FaultState.describe()`); a table above the topics while any is set."""
+               now_ms: int, faults: Mapping[str, Any] | None = None, stopped_brokers: Sequence[int] = ()) -> bytes:
+    """`faults`: the faults in force (`FaultState.describe()`); a table above the topics while any is set.
+    `stopped_brokers`: a line linking to the cluster page while any broker is stopped."""
     rows = []
     for topic in topics:
         status = escape(topic.status) if topic.compacted else '<span class="muted">&#8211;</span>'
@@ -103,7 +107,9 @@ def front_page(topics: list[TopicView], groups: list[GroupLag], share_groups: li
         "<table id=groups><thead><tr><th>group</th><th>type</th><th>state</th><th>lag</th><th>per partition</th>"
         "</tr></thead><tbody>"
         + ("".join(group_rows) or "<tr><td colspan=5 class=muted>no consumer groups</td></tr>") + "</tbody></table>")
-    body = (f"{_faults_table(faults)}<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
+    stopped = (f'<p class=bad id=stopped-brokers>broker(s) {", ".join(map(str, stopped_brokers))} stopped: see '
+               '<a href="/cluster">brokers &amp; leaders</a></p>' if stopped_brokers else "")
+    body = (f"{_faults_table(faults)}{stopped}<h1>Topics</h1>{topic_table}<h1>Consumer groups</h1>{group_table}"
             f"<h1>Share groups</h1>{_share_group_table(share_groups)}"
             f'<p class="muted small">as of {_time(now_ms)}</p>')
     return page("topics", body)
@@ -180,7 +186,8 @@ def topic_page(topic: TopicView, now_ms: int) -> bytes:
         '<label><input type=checkbox name=hex value=1 id=key-hex> hex</label> '
         "<button type=submit>look up</button></form>")
     body = (f"<h1>{escape(topic.name)}</h1><p class=small>{config}</p>"
-            f'<div id=live data-topic="{escape(topic.name)}">{topic_live(topic, now_ms).decode()}</div>'
+            f'<div id=live data-topic="{escape(topic.name)}" data-src="{_link("/topic/live", name=topic.name)}">'
+            f"{topic_live(topic, now_ms).decode()}</div>"
             f"<h2>Key lookup</h2>{lookup}")
     return page(topic.name, body, script=True)
 
@@ -305,6 +312,68 @@ def key_page(lookup: KeyLookup, key_text: str, is_hex: bool) -> bytes:
             f"{len(lookup.files)} segment file(s) read. Values stay hidden unless you ask for one.</p>"
             f"{table}{value}")
     return page(f"key in {lookup.topic}", body)
+
+
+def cluster_page(model: ClusterReadModel, now_ms: int, internal: bool) -> bytes:
+    """The brokers and partition leadership; `internal` also lists the internal topics' partitions."""
+    switch = ('<a href="/cluster">hide internal topics</a>' if internal
+              else f'<a href="{_link("/cluster", internal=1)}">show internal topics</a>')
+    live = _link("/cluster/live", internal=1 if internal else None).removesuffix("?")
+    body = (f"<h1>Brokers</h1><div id=live data-src=\"{live}\">{cluster_live(model, now_ms).decode()}</div>"
+            f"<p class=small>{switch}. Stop and start brokers, elect leaders and move coordinators with the faults "
+            "(<code>minikafka faults</code>, <code>MiniKafka.faults</code> or <code>POST /admin/faults/...</code>); "
+            "this page follows them.</p>")
+    return page("brokers", body, script=True)
+
+
+def cluster_live(model: ClusterReadModel, now_ms: int) -> bytes:
+    """The part of the cluster page the script refreshes: brokers, partitions (leader, epoch, replicas, ISR, ELR)
+    and coordinators."""
+    brokers = []
+    for broker in model.brokers:
+        state = "<td class='state ok'>running</td>" if broker.running else "<td class='state bad'>stopped</td>"
+        brokers.append(
+            f'<tr data-broker="{broker.node_id}" data-running="{str(broker.running).lower()}">'
+            f"<td class=num>{broker.node_id}</td><td class=small>{'<br>'.join(map(escape, broker.listeners))}</td>"
+            f"{state}<td>{'controller' if broker.controller else ''}</td>"
+            f"<td class='num leads'>{broker.leader_of:,}</td><td class=num>{broker.replica_of:,}</td></tr>")
+    broker_table = ("<table id=brokers><thead><tr><th>broker</th><th>listeners (advertised)</th><th>state</th>"
+                    "<th></th><th>leads</th><th>replica of</th></tr></thead><tbody>" + "".join(brokers)
+                    + "</tbody></table>")
+    rows = [_leadership_row(p) for p in model.partitions]
+    partition_table = (
+        "<table id=replicas><thead><tr><th>topic</th><th>partition</th><th>leader</th><th>leader epoch</th>"
+        "<th>replicas</th><th>ISR</th><th title='KIP-966 eligible leader replicas: they left an ISR smaller than "
+        "min.insync.replicas and hold every committed record'>ELR</th><th>offline replicas</th></tr></thead><tbody>"
+        + ("".join(rows) or "<tr><td colspan=8 class=muted>no partitions yet</td></tr>") + "</tbody></table>")
+    coordinator_rows = [
+        f'<tr data-kind="{escape(c.kind)}" data-key="{escape(c.key)}"><td>{escape(c.kind)}</td><td>{escape(c.key)}'
+        f"</td><td>{escape(c.topic)}{'' if c.partition is None else f'-{c.partition}'}</td>"
+        f"<td class='num coordinator{'' if c.coordinator != NO_LEADER else ' bad'}'>"
+        f"{c.coordinator if c.coordinator != NO_LEADER else 'none'}</td></tr>" for c in model.coordinators]
+    coordinator_table = (
+        "<table id=coordinators><thead><tr><th>coordinator of</th><th>id</th><th>internal partition</th>"
+        "<th>broker</th></tr></thead><tbody>"
+        + ("".join(coordinator_rows) or "<tr><td colspan=4 class=muted>no groups or transactional ids</td></tr>")
+        + "</tbody></table>")
+    running = sum(1 for b in model.brokers if b.running)
+    return (f"<p class=small id=broker-count>{len(model.brokers)} broker(s), {running} running</p>{broker_table}"
+            f"<h1>Partition leaders</h1>{partition_table}<h1>Coordinators</h1>{coordinator_table}"
+            f'<p class="muted small" id=updated>updated {_time(now_ms)}</p>').encode()
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return ", ".join(map(str, ids)) if ids else "&#8211;"
+
+
+def _leadership_row(p: PartitionLeadership) -> str:
+    css = "bad" if p.leader == NO_LEADER else "warn" if p.under_replicated else ""
+    elr = _ids(p.elr) if p.elr or not p.last_known_elr else f"last known: {_ids(p.last_known_elr)}"
+    return (f'<tr data-topic="{escape(p.topic)}" data-partition="{p.partition}"{f" class={css}" if css else ""}>'
+            f"<td>{escape(p.topic)}</td><td class=num>{p.partition}</td>"
+            f"<td class='num leader'>{p.leader if p.leader != NO_LEADER else 'none'}</td>"
+            f"<td class='num epoch'>{p.leader_epoch}</td><td class=replicas>{_ids(p.replicas)}</td>"
+            f"<td class=isr>{_ids(p.isr)}</td><td class=elr>{elr}</td><td class=offline>{_ids(p.offline)}</td></tr>")
 
 
 def message_page(title: str, message: str) -> bytes:

@@ -1,33 +1,47 @@
 """`Console`: the console's routes on the admin HTTP server — `/` (topics, consumer groups and share groups; the
-wire-level faults in force above them while any is set),
+wire-level faults in force and the stopped brokers above them while any is set),
 `/topic?name=T` (partitions, cleaner state, segment drawings; `/topic/live?name=T` is the part its script refreshes
 every second), `/key?topic=T&key=K|key_hex=H[&partition=N][&show=OFFSET]` (where a key's records are on disk; a value
-only for `show`), and `/static/<file>` (the stylesheet and the script, package data). Server-rendered HTML, no build
-step.
+only for `show`), `/cluster[?internal=1]` (the brokers, running or stopped, each partition's leader, leader epoch,
+replicas, ISR and ELR, and who coordinates each group and transactional id; `/cluster/live` is the part its script
+refreshes every second, so a stopped broker or a moved leader shows without a reload), and `/static/<file>` (the
+stylesheet and the script, package data). Server-rendered HTML, no build step. Read-only: the faults that stop
+brokers and move leaders stay on `/admin/faults/*`.
 
 The console has no authentication of its own: AdminHttpServer guards every path but `/metrics` with the `/admin/*`
 rules (Basic credentials and a DESCRIBE-on-cluster ACL once security is configured; loopback only without it). Past
 that, each page asks the request's `AdminAccess` (broker/admin_auth.py) per resource, as Kafka's requests do: the
 front page lists the topics the principal may DESCRIBE and the consumer and share groups it may DESCRIBE (their
 members and hosts with them; a group's partition rows only for topics it may DESCRIBE); a topic page needs DESCRIBE
-on the topic; a key lookup (records and values) READ on the topic. A refused page is 403, whether the topic exists
-or not.
+on the topic; a key lookup (records and values) READ on the topic; the cluster page lists the partitions of the
+topics it may DESCRIBE and the group and transactional ids it may DESCRIBE (the brokers for anyone past the gate, as
+Metadata lists them). A refused page is 403, whether the topic exists or not.
 Event-loop thread only; page data is read in the admin port's threads (`admin_thread`) except group lag (the
-coordinator is loop-owned).
+coordinator is loop-owned) and the cluster page's `ClusterReadModel` (built on the loop from loop-owned state; its
+HTML is rendered in an admin thread: the model is immutable).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Any, TypeVar
 
 from minikafka.broker.admin_auth import AdminAccess, request_access
 from minikafka.broker.admin_http import AdminHttpServer
 from minikafka.broker.admin_workers import admin_thread
+from minikafka.broker.cluster_read_model import ClusterReadModel
 from minikafka.broker.console import pages
-from minikafka.broker.console.state import ConsoleState, GroupLag, ShareGroupView, group_lags, share_group_views
+from minikafka.broker.console.state import (
+    INTERNAL_PREFIX,
+    ConsoleState,
+    GroupLag,
+    ShareGroupView,
+    group_lags,
+    share_group_views,
+)
 from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.groups.group_coordinator import GroupCoordinator
 from minikafka.broker.key_records import parse_key
@@ -49,17 +63,19 @@ def _first(query: dict[str, list[str]], name: str) -> str | None:
 
 class Console:
     """Registers and serves the console pages; `group_coordinator` and `share_coordinator` are read when a page
-    asks."""
+    asks, and `cluster` (`ClusterReader.read_model`) builds the cluster page's read model (None: no cluster page)."""
 
     def __init__(self, log_manager: LogManager, log_cleaner: LogCleaner, clock: Clock,
                  group_coordinator: GroupCoordinator | None = None,
-                 share_coordinator: ShareCoordinator | None = None, faults: FaultState | None = None) -> None:
+                 share_coordinator: ShareCoordinator | None = None, faults: FaultState | None = None,
+                 cluster: Callable[[], ClusterReadModel] | None = None) -> None:
         self.state = ConsoleState(log_manager, log_cleaner)
         self.log_manager = log_manager
         self.clock = clock
         self.group_coordinator = group_coordinator
         self.share_coordinator = share_coordinator
         self.faults = faults
+        self.cluster = cluster
         self._static = {name: files("minikafka.broker.console").joinpath("static", name).read_bytes()
                         for name in STATIC_TYPES}
 
@@ -68,6 +84,9 @@ class Console:
         server.routes[("GET", "/topic")] = self.topic
         server.routes[("GET", "/topic/live")] = self.topic_live
         server.routes[("GET", "/key")] = self.key
+        if self.cluster is not None:
+            server.routes[("GET", "/cluster")] = self.cluster_page
+            server.routes[("GET", "/cluster/live")] = self.cluster_live
         for name in STATIC_TYPES:
             server.routes[("GET", f"/static/{name}")] = functools.partial(self.static, name)
 
@@ -81,12 +100,14 @@ class Console:
         groups = group_lags(self.group_coordinator, self.log_manager)
         share_groups = share_group_views(self.share_coordinator)
         faults = self.faults.describe() if self.faults is not None else None
+        stopped = [b.node_id for b in self.cluster().brokers if not b.running] if self.cluster is not None else []
         described = access.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, {
             *(t.name for t in topics), *(row[0] for g in groups for row in g.partitions),
             *(row[0] for g in share_groups for row in g.partitions)})
         return 200, HTML, pages.front_page([t for t in topics if t.name in described],
                                            _visible_groups(access, groups, described),
-                                           _visible_groups(access, share_groups, described), now_ms, faults)
+                                           _visible_groups(access, share_groups, described), now_ms, faults,
+                                           stopped)
 
     async def topic(self, query: dict[str, list[str]]) -> Reply:
         return await self._topic(query, pages.topic_page)
@@ -123,6 +144,31 @@ class Console:
                                                  f"Topic {topic} (partition {partition}) does not exist.")
         shown = hex_text if hex_text is not None else key_text
         return 200, HTML, pages.key_page(lookup, shown or "", hex_text is not None)
+
+    async def cluster_page(self, query: dict[str, list[str]]) -> Reply:
+        internal = bool(_first(query, "internal"))
+        model = self._cluster_model(internal)
+        return 200, HTML, await admin_thread(pages.cluster_page, model, self.clock.time_ms(), internal)
+
+    async def cluster_live(self, query: dict[str, list[str]]) -> Reply:
+        model = self._cluster_model(bool(_first(query, "internal")))
+        return 200, HTML, await admin_thread(pages.cluster_live, model, self.clock.time_ms())
+
+    def _cluster_model(self, internal: bool) -> ClusterReadModel:
+        """The read model (built here, on the loop) with the partitions of the topics the request may DESCRIBE (the
+        internal ones only when asked) and the group and transactional ids it may DESCRIBE."""
+        assert self.cluster is not None
+        model = self.cluster()
+        access = request_access()
+        partitions = [p for p in model.partitions if internal or not p.topic.startswith(INTERNAL_PREFIX)]
+        topics = access.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, {p.topic for p in partitions})
+        shown = {kind: access.allowed(AclOperation.DESCRIBE, resource,
+                                      {c.key for c in model.coordinators if c.kind == kind})
+                 for kind, resource in (("group", ResourceType.GROUP),
+                                        ("transaction", ResourceType.TRANSACTIONAL_ID))}
+        return dataclasses.replace(
+            model, partitions=tuple(p for p in partitions if p.topic in topics),
+            coordinators=tuple(c for c in model.coordinators if c.key in shown.get(c.kind, set())))
 
 
 def _refused(operation: AclOperation, topic: str) -> Reply:

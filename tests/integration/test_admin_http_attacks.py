@@ -195,7 +195,7 @@ def test_a_foreign_host_header_is_refused(kafka: MiniKafka) -> None:
     """DNS rebinding: the attacker's name re-pointed at 127.0.0.1 reaches the port, with its own Host."""
     topic = users_topic(kafka)
     port = kafka.metrics_port
-    for path in ["/", f"/key?topic={topic}&key=alice&show=0", f"/topic?name={topic}", "/metrics",
+    for path in ["/", f"/key?topic={topic}&key=alice&show=0", f"/topic?name={topic}", "/metrics", "/cluster/live",
                  f"/admin/cleaner-state?topic={topic}"]:
         url = kafka.admin_url + path
         assert http_status(url, headers={"Host": f"rebind.attacker.example:{port}"}) == 403, path

@@ -1,7 +1,8 @@
 """The console authorizes per resource with the broker's ACLs (broker/console/routes.py, docs/security.md "The admin
 HTTP port"): a principal let in by DESCRIBE on the cluster sees only the topics it may DESCRIBE, the groups it may
 DESCRIBE (and in them only those topics' partitions), a topic page only with DESCRIBE, a key's records and values only
-with READ on the topic. Over real sockets, with the secured broker of tests/integration/test_admin_http_auth.py
+with READ on the topic, the cluster page's partitions and coordinators only for the topics and groups it may
+DESCRIBE. Over real sockets, with the secured broker of tests/integration/test_admin_http_auth.py
 (`viewer` is a PLAIN user without ACLs until this module grants them); `/metrics` shows no group id.
 """
 
@@ -85,11 +86,22 @@ def test_console_pages_show_only_what_the_principals_acls_allow(secured: MiniKaf
     status, _, body = http(f"{url}/key?topic={readable}&key=k1&show=1", headers=viewer)
     assert status == 200 and b"readable-secret-1" in body
 
+    # the cluster page: the broker for anyone past the gate, partitions and coordinators per DESCRIBE
+    for path in ["/cluster", "/cluster/live?internal=1"]:
+        status, _, page = http(url + path, headers=viewer)
+        assert status == 200 and b'data-broker="1"' in page, path
+        assert f'data-topic="{described}"' in page.decode() and f'data-topic="{readable}"' in page.decode(), path
+        assert hidden.encode() not in page and b'data-topic="__consumer_offsets"' not in page, path
+        assert f'data-key="{shown_group}"' in page.decode() and hidden_group.encode() not in page, path
+
     # a super user still sees everything
     admin = basic("admin", PASSWORDS["admin"])
     status, _, front = http(url + "/", headers=admin)
     assert status == 200 and hidden.encode() in front and hidden_group.encode() in front
     assert http(f"{url}/key?topic={hidden}&key=k1&show=1", headers=admin)[0] == 200
+    status, _, page = http(url + "/cluster/live?internal=1", headers=admin)
+    assert status == 200 and hidden_group.encode() in page and b'data-topic="__consumer_offsets"' in page
+    assert http(url + "/cluster")[0] == 401  # no credentials
 
     _, _, metrics = http(url + "/metrics")
     assert shown_group.encode() not in metrics and hidden_group.encode() not in metrics

@@ -6,7 +6,8 @@ about 1.5 KiB so a topic has several, and `.deleted` segments unlinked at once. 
 topic; its page shows the partition's end offset and checkpoint and draws its segments; the drawing changes, without
 a reload, after a cleaning round; the key lookup finds the key's offsets before and after compaction and shows a value
 only on a click; a share group is listed with its member and its records in flight and archived. A second broker
-with security configured refuses the console without credentials.
+with security configured refuses the console without credentials. Three brokers in one process (`brokers=3`): the
+cluster page shows each partition's leader and ISR, and follows stop_broker and start_broker without a reload.
 """
 
 from __future__ import annotations
@@ -193,6 +194,59 @@ def test_the_front_page_lists_share_groups_with_members_and_records(kafka: MiniK
         assert cells[4:] == ["1", "1", f"{topic}-0: start 1, 1 in flight, 1 archived"], cells
     finally:
         worker.close()
+
+
+@pytest.fixture(scope="module")
+def three() -> Iterator[MiniKafka]:
+    with MiniKafka(brokers=3) as kafka:
+        yield kafka
+
+
+def cluster(driver: Any) -> tuple[dict[int, str], dict[int, tuple[int, int, list[int]]]]:
+    """What the cluster page shows now: broker id -> its state; partition -> (leader, leader epoch, ISR)."""
+    brokers, partitions = driver.execute_script(
+        "return [Array.from(document.querySelectorAll('#brokers tr[data-broker]'))"
+        "  .map(r => [Number(r.dataset.broker), r.querySelector('td.state').textContent]),"
+        " Array.from(document.querySelectorAll('#replicas tr[data-partition]'))"
+        "  .map(r => [Number(r.dataset.partition), r.querySelector('td.leader').textContent,"
+        "             r.querySelector('td.epoch').textContent, r.querySelector('td.isr').textContent])];")
+    return ({broker: state for broker, state in brokers},
+            {partition: (int(leader) if leader != "none" else -1, int(epoch), [int(i) for i in isr.split(", ")])
+             for partition, leader, epoch, isr in partitions})
+
+
+def test_the_cluster_page_follows_a_stopped_broker_without_a_reload(three: MiniKafka, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    topic = f"payments-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": three.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    browser.get(three.admin_url + "/")
+    browser.find_element(By.LINK_TEXT, "brokers & leaders").click()
+    WebDriverWait(browser, 10).until(lambda driver: driver.find_elements(By.ID, "replicas"))
+    brokers, partitions = cluster(browser)
+    assert brokers == {1: "running", 2: "running", 3: "running"}
+    assert sorted(partitions) == [0, 1, 2]
+    assert sorted(leader for leader, _, _ in partitions.values()) == [1, 2, 3]  # the placer spreads the leaders
+    assert all(epoch == 0 and sorted(isr) == [1, 2, 3] for _, epoch, isr in partitions.values()), partitions
+
+    stopped = partitions[0][0]
+    three.faults.stop_broker(stopped)
+    try:
+        # The page's script fetches /cluster/live every second: no reload.
+        WebDriverWait(browser, 15).until(lambda driver: cluster(driver)[0][stopped] == "stopped")
+        brokers, after = cluster(browser)
+        assert [state for broker, state in brokers.items() if broker != stopped] == ["running", "running"]
+        leader, epoch, isr = after[0]
+        assert leader not in (stopped, -1) and epoch == 1, after  # the leader moved, a new epoch
+        for partition, (leader, _, isr) in after.items():
+            assert stopped not in isr and len(isr) == 2 and leader in isr, (partition, after)  # the ISR shrank
+        assert "stopped" in browser.find_element(By.CSS_SELECTOR, f'#brokers tr[data-broker="{stopped}"]').text
+    finally:
+        three.faults.start_broker(stopped)
+    WebDriverWait(browser, 15).until(lambda driver: cluster(driver)[0][stopped] == "running" and
+                                     all(sorted(isr) == [1, 2, 3] for _, _, isr in cluster(driver)[1].values()))
 
 
 @pytest.fixture(scope="module")

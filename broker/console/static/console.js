@@ -1,10 +1,12 @@
-// minikafka console: refreshes the live part of a topic page (partition table and segment drawings) every
-// second with the server-rendered fragment, so the drawing follows the cleaner. No framework, no build step.
+// minikafka console: refreshes the live part of a page (a topic's partition table and segment drawings, the
+// cluster page's brokers and leaders) every second with the server-rendered fragment its data-src names, so the
+// drawing follows the cleaner and the leaders follow the faults. No framework, no build step.
 "use strict";
 (function () {
   const live = document.getElementById("live");
   if (!live) return;
-  const url = "/topic/live?name=" + encodeURIComponent(live.dataset.topic);
+  const url = live.dataset.src;
+  if (!url) return;
   let busy = false;
   async function refresh() {
     if (busy || document.hidden) return;
