@@ -24,9 +24,10 @@ from pathlib import Path
 from minikafka.broker.package_init import defer_package_init
 
 # Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
-# prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import (broker/package_init.py;
+# prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import, and crc32c's extension,
+# not the version lookup (importlib.metadata) of its __init__ (broker/package_init.py;
 # tests/broker/test_startup_imports.py guards the start path).
-defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client")
+defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c")
 
 from minikafka.broker.admin_client import (  # noqa: E402
     add_admin_credential_options,
