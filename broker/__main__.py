@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import logging
 import signal
@@ -22,6 +23,12 @@ import sys
 from pathlib import Path
 
 from minikafka.broker.package_init import defer_package_init
+
+if __name__ == "__main__":
+    # `python -m minikafka.broker` (MiniKafka's child): no cyclic-garbage collection while the imports below build
+    # modules, classes and tables that all live on (the collector's passes over them cost a few % of the CPU to the
+    # first Metadata, bench/startup.py); main() ends the pause. An importer of this module keeps its collector.
+    gc.disable()
 
 # Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
 # prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import, and crc32c's extension,
@@ -57,6 +64,15 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
             raise SystemExit(f"--override expects key=value, got {pair!r}")
         overrides[key.strip()] = value.strip()
     return overrides
+
+
+def _resume_gc() -> None:
+    """End the import-time pause of the garbage collector (`python -m minikafka.broker`): what the imports built is
+    moved to the permanent generation (`gc.freeze`: later collections do not scan it again), then collection resumes
+    for everything the command does."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 async def _serve(config: KafkaConfig) -> None:
@@ -273,6 +289,7 @@ def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.Argu
 
 
 def main(argv: list[str] | None = None) -> int:
+    _resume_gc()
     parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker",
                                      formatter_class=_DefaultsHelpFormatter)
     parser.add_argument("--version", action=_VersionAction)
