@@ -10,6 +10,8 @@ reach (aiohttp, the console, cryptography, kafka-python's and aiokafka's clients
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -163,3 +165,14 @@ def test_a_heavy_import_added_to_the_start_path_is_caught(tmp_path: Path, extra_
     assert extra_import in heavy(modules)
     if extra_import.startswith("minikafka."):
         assert extra_import in budgeted(modules) - allow_list()
+
+
+def test_every_handler_the_dispatcher_imports_at_first_request_exists() -> None:
+    """The dispatcher's table names most handlers by module (imported at the API's first request): each name
+    resolves to a coroutine function, so a typo fails here rather than at some client's first request."""
+    from minikafka.broker.dispatcher import HANDLER_NAMES
+
+    for api_key, name in HANDLER_NAMES.items():
+        module, _, function = name.partition(".")
+        handler = getattr(importlib.import_module(f"minikafka.broker.handlers.{module}"), function or "handle")
+        assert inspect.iscoroutinefunction(handler), (api_key, name)
