@@ -15,18 +15,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import logging
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from minikafka.broker.package_init import defer_package_init
 
+if __name__ == "__main__":
+    # `python -m minikafka.broker` (MiniKafka's child): no cyclic-garbage collection while the imports below build
+    # modules, classes and tables that all live on (the collector's passes over them cost a few % of the CPU to the
+    # first Metadata, bench/startup.py); main() ends the pause. An importer of this module keeps its collector.
+    gc.disable()
+
 # Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
-# prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import (broker/package_init.py;
+# prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import, and crc32c's extension,
+# not the version lookup (importlib.metadata) of its __init__ (broker/package_init.py;
 # tests/broker/test_startup_imports.py guards the start path).
-defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client")
+defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c")
 
 from minikafka.broker.admin_client import (  # noqa: E402
     add_admin_credential_options,
@@ -56,6 +66,15 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
             raise SystemExit(f"--override expects key=value, got {pair!r}")
         overrides[key.strip()] = value.strip()
     return overrides
+
+
+def _resume_gc() -> None:
+    """End the import-time pause of the garbage collector (`python -m minikafka.broker`): what the imports built is
+    moved to the permanent generation (`gc.freeze`: later collections do not scan it again), then collection resumes
+    for everything the command does."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 async def _serve(config: KafkaConfig) -> None:
@@ -271,9 +290,23 @@ def _register_plugin_commands(commands: argparse._SubParsersAction[argparse.Argu
         entry_point.load()(commands)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="minikafka", description="A single-node Kafka-compatible broker",
-                                     formatter_class=_DefaultsHelpFormatter)
+class _ServeOnlyParseError(Exception):
+    """A mistake on a `serve` command line found by the serve-only parser: the full parser reports it."""
+
+
+class _ServeOnlyParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _ServeOnlyParseError(message)
+
+
+def _parser(*, serve_only: bool = False, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command line's parser. `serve_only`: just the `serve` subcommand (building every subcommand's parser,
+    the faults CLI's dozen among them, cost ~10 ms of each start: argparse looks up translations and the terminal
+    size per argument); its errors raise `_ServeOnlyParseError` so that main() reparses with the full parser,
+    whose messages (usage lines listing every command) stay what they were."""
+    parser_class = _ServeOnlyParser if serve_only else argparse.ArgumentParser
+    parser = parser_class(prog="minikafka", description="A single-node Kafka-compatible broker",
+                          formatter_class=_DefaultsHelpFormatter)
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
     # Every subcommand's --help shows its defaults (the plugin commands' parsers get the same formatter).
@@ -292,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         help="store a SCRAM credential before serving, as kafka-storage format --add-scram "
              "(e.g. 'SCRAM-SHA-256=[name=admin,password=admin-secret]'; also iterations=, salt=, saltedpassword=)",
     )
+    if serve_only:
+        return parser
     compact_parser = commands.add_parser("compact", help="ask a running broker to compact a topic now")
     compact_parser.add_argument("topic")
     compact_parser.add_argument("--partition", type=int, help="only this partition (default: all)")
@@ -312,10 +347,22 @@ def main(argv: list[str] | None = None) -> int:
     exact.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="with --exact: Spark setting")
     exact.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                        help="with --exact: an option of Spark's Kafka source")
-    argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in BUILT_IN_COMMANDS:  # `serve` starts without scanning entry points
         _register_plugin_commands(commands)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    _resume_gc()
+    argv = sys.argv[1:] if argv is None else argv
+    args = None
+    if argv and argv[0] == "serve":
+        try:
+            args = _parser(serve_only=True).parse_args(argv)
+        except _ServeOnlyParseError:
+            pass  # the full parser below reports it
+    if args is None:
+        args = _parser(argv=argv).parse_args(argv)
     if getattr(args, "handler", None) is not None:
         exit_code: int = args.handler(args)
         return exit_code

@@ -10,13 +10,14 @@ BENCHMARKS.md). The JVM keeps its heap for the same reason. Raising the threshol
 of freed memory for reuse, which bounds what it costs in resident memory.
 
 An explicit MALLOC_TRIM_THRESHOLD_ / MALLOC_MMAP_THRESHOLD_ in the environment wins; without glibc (musl, macOS)
-this does nothing. Called once at start-up, before the event loop runs.
+this does nothing. Called once at start-up, before the event loop runs. `mallopt` is looked up among the symbols the
+process already has (`CDLL(None)`: glibc is loaded with the interpreter), not through `ctypes.util.find_library`,
+which runs `ldconfig -p` in a child process (~10 ms of the broker's start, bench/startup.py).
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 
@@ -35,11 +36,8 @@ def keep_freed_memory() -> bool:
     """Apply the thresholds; True when glibc took them."""
     if os.environ.get("MALLOC_TRIM_THRESHOLD_") or os.environ.get("MALLOC_MMAP_THRESHOLD_"):
         return False
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
     try:
-        mallopt = ctypes.CDLL(name).mallopt
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int

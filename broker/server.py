@@ -135,8 +135,6 @@ class KafkaServer:
             self.replica_manager.log_for(topic, 0).config.min_insync_replicas)
         self.partition_states.unclean_leader_election_enable = lambda topic: bool(
             self.replica_manager.log_for(topic, 0).config.unclean_leader_election_enable)
-        if self.config.cleaner.enable:
-            self.log_cleaner.startup()
         admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
                              log_cleaner=self.log_cleaner)
         self.group_coordinator = GroupCoordinator.for_broker(
@@ -197,6 +195,10 @@ class KafkaServer:
             broker_ctx = dataclasses.replace(ctx, config=self.cluster.nodes[broker_id].config)
             self._dispatchers[broker_id] = Dispatcher(broker_ctx, self.metrics)
             await self._start_broker_listeners(broker_id)
+        # The cleaner threads start once the listeners do: their first pass over the logs does not compete with the
+        # start path for the GIL (a round's core and worker process are imported by the round: LogCleaner).
+        if self.config.cleaner.enable:
+            self.log_cleaner.startup()
         if admin_sockets:
             self._admin_http_task = asyncio.create_task(
                 self._serve_admin_http(metrics_host, admin_sockets, authorizer), name="minikafka-admin-http")

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from minikafka.cleaner.clean_worker import CleanWorker
-from minikafka.cleaner.cleaner import Cleaner
 from minikafka.cleaner.cleaner_manager import TopicPartition
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.filthiest_log import PreCleanStats
 from minikafka.storage.unified_log import UnifiedLog
+
+if TYPE_CHECKING:  # imported by the thread's first round (cleaner/log_cleaner.py), not at the broker's start
+    from minikafka.cleaner.clean_worker import CleanWorker
+    from minikafka.cleaner.cleaner import Cleaner
 
 
 @dataclass(slots=True)

@@ -28,9 +28,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from minikafka.cleaner.clean_worker import CleanWorker, GroupDone, count_tombstones
-from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, LastProducerRecord
 from minikafka.cleaner.cleaner_manager import (
     LogCleanerManager,
     LogCleaningAbortedError,
@@ -58,13 +57,18 @@ from minikafka.cleaner.manual_compaction import (
     compact_exact_now,
     compact_now,
 )
-from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan, read_plan
 from minikafka.cleaner.throttler import Throttler
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from minikafka.storage.clock import Clock
 from minikafka.storage.log_manager import LogManager, TopicMetadata
 from minikafka.storage.unified_log import UnifiedLog
+
+if TYPE_CHECKING:
+    # The cleaning core and the worker process's proxy (multiprocessing, pickle) are imported by the first round or
+    # worker start, in a cleaner thread: not on the broker's start path (tests/broker/test_startup_imports.py).
+    from minikafka.cleaner.clean_worker import CleanWorker, GroupDone
+    from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 
@@ -150,6 +154,9 @@ class LogCleaner:
 
     def _cleaner_for(self, worker: CleanerThread) -> Cleaner:
         if worker.cleaner is None:
+            from minikafka.cleaner.cleaner import Cleaner
+            from minikafka.cleaner.offset_map import OffsetMap
+
             offset_map = OffsetMap(self.config.dedupe_buffer_bytes_per_thread, self.config.io_buffer_load_factor)
             worker.cleaner = Cleaner(offset_map, self.clock, check_done=lambda: self._check_done(worker),
                                      throttle=self.throttler.maybe_throttle)
@@ -157,6 +164,8 @@ class LogCleaner:
 
     def _process_for(self, worker: CleanerThread) -> CleanWorker:
         if worker.process is None:
+            from minikafka.cleaner.clean_worker import CleanWorker
+
             worker.process = CleanWorker(self.config.dedupe_buffer_bytes_per_thread,
                                          self.config.io_buffer_load_factor,
                                          name=f"kafka-log-cleaner-worker-{worker.index}")
@@ -276,6 +285,9 @@ class LogCleaner:
 
     def _clean_log(self, worker: CleanerThread, log: UnifiedLog, to_clean: LogToClean,
                    pre_clean: PreCleanStats, plan: RetainedOffsetPlan | None = None) -> tuple[CleanerStats, int]:
+        from minikafka.cleaner.clean_worker import count_tombstones
+        from minikafka.cleaner.cleaner import LastProducerRecord
+
         tp = (log.topic, log.partition)
         name = log.topic_partition
         worker.current, worker.current_log = tp, log

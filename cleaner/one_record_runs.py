@@ -30,8 +30,8 @@ from itertools import accumulate, islice
 from operator import add, eq, lt
 from typing import Any
 
-import crc32c
 import lz4.frame
+from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
 from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, RecordBatch
 from minikafka.protocol.records.attributes import COMPRESSION_CODEC_MASK, CompressionType

@@ -22,7 +22,7 @@ from itertools import tee
 from operator import attrgetter
 from typing import Any, Protocol
 
-import crc32c
+from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, CompressionType, Record, RecordBatch

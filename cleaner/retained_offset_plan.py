@@ -30,7 +30,7 @@ from itertools import islice
 from operator import lt
 from typing import BinaryIO
 
-import crc32c
+from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
 MAGIC = b"MKPLAN1\n"
 HEADER = struct.Struct(">8s16siqq")

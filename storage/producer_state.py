@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import crc32c
+from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
 from minikafka.protocol.errors import (
     CorruptMessageError,

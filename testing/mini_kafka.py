@@ -36,9 +36,12 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from minikafka.broker.faults.fault_client import Faults
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
+
+if TYPE_CHECKING:
+    from minikafka.broker.faults.fault_client import Faults
 
 __all__ = ["BrokerStartError", "ConfigValue", "MiniKafka", "UnknownConfigWarning", "broker_environment", "config_text",
            "free_port", "free_ports", "metadata_broker_count"]
@@ -228,6 +231,8 @@ class MiniKafka:
         """Wire-level faults of the running broker, set over its admin port (docs/testing-failures.md):
         `push_request_errors`, `set_rtt`, `disconnect_on`, `blackhole`, `clear_faults`. A refused fault raises
         `FaultError`. A broker with security configured needs `Faults(kafka.admin_url, AdminCredentials(...))`."""
+        from minikafka.broker.faults.fault_client import Faults  # its HTTP client, on first use
+
         return Faults(self.admin_url)
 
     @property

@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-import crc32c
+from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
 from minikafka.protocol.errors import CorruptMessageError
 from minikafka.protocol.records.attributes import (

@@ -10,7 +10,10 @@ reach (aiohttp, the console, cryptography, kafka-python's and aiokafka's clients
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,10 +35,14 @@ NEVER_BEFORE_SERVING = (
     # message classes of APIs the first requests do not use (protocol/messages.py imports them at first use)
     "kafka.protocol.admin", "kafka.protocol.consumer.group", "kafka.protocol.producer.transaction",
     "kafka.protocol.sasl",
+    # the cleaner's core and its worker process's proxy: imported by the first round or worker start (LogCleaner),
+    # in a cleaner thread; crc32c's __init__ (its version lookup imports importlib.metadata, email, csv...)
+    "minikafka.cleaner.cleaner", "minikafka.cleaner.clean_worker", "minikafka.cleaner.offset_map_builder",
+    "multiprocessing", "pickle", "importlib.metadata", "email", "crc32c._cli",
 )
 
 CHILD = """\
-import json, sys
+import json, os, sys
 before = set(sys.modules)  # the interpreter's and site's own (.pth files of this environment)
 from minikafka.broker import __main__ as cli  # what `python -m minikafka.broker` runs, first
 
@@ -43,6 +50,20 @@ from minikafka.broker import dispatcher, network
 from minikafka.protocol.api_keys import ApiKey
 
 out, where, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+# A module a change would put on the start path: the log manager's start-up imports it (the guard's own check).
+extra_import = os.environ.get("STARTUP_IMPORTS_TEST_EXTRA")
+if extra_import:
+    import importlib
+    from minikafka.storage.log_manager import LogManager
+
+    startup = LogManager.startup
+
+    def startup_importing(self):
+        importlib.import_module(extra_import)
+        return startup(self)
+
+    LogManager.startup = startup_importing
 
 def snapshot():
     with open(out, "w") as file:
@@ -69,15 +90,17 @@ sys.exit(cli.main(argv))
 """
 
 
-def start_path_modules(tmp_path: Path, where: str, metrics_port: int) -> set[str]:
+def start_path_modules(tmp_path: Path, where: str, metrics_port: int, extra_import: str | None = None) -> set[str]:
     """The modules a real `serve` imported by its first Metadata answer ("metadata") or by the moment its Kafka
-    listener starts ("listener"), beyond what the interpreter had before the broker's first import."""
+    listener starts ("listener"), beyond what the interpreter had before the broker's first import.
+    `extra_import` is imported by the log manager's start-up, as a change adding an import there would."""
     port = free_port()
     out = tmp_path / f"modules-{where}.json"
     argv = ["serve", "--override", f"listeners=PLAINTEXT://{LOOPBACK}:{port}",
             "--override", f"log.dirs={tmp_path / 'data'}", "--override", f"minikafka.metrics.port={metrics_port}"]
+    env = {**os.environ, "STARTUP_IMPORTS_TEST_EXTRA": extra_import or ""}
     process = subprocess.Popen([sys.executable, "-c", CHILD, str(out), where, *argv],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 60
         while process.poll() is None:
@@ -131,3 +154,25 @@ def test_admin_http_machinery_is_imported_after_the_kafka_listener_starts(tmp_pa
     modules = start_path_modules(tmp_path, "listener", metrics_port)
     assert not heavy(modules), f"imported before the Kafka listener started: {sorted(heavy(modules))}"
     assert budgeted(modules) <= allow_list()
+
+
+@pytest.mark.parametrize("extra_import", ["minikafka.cleaner.clean_worker", "kafka.admin"])
+def test_a_heavy_import_added_to_the_start_path_is_caught(tmp_path: Path, extra_import: str) -> None:
+    """The guard itself: the same broker with one heavy module imported during its log manager's start-up (as a
+    module-level import added there would) fails the checks above: a minikafka module both (a third-party
+    package's module is budgeted by its package's name, so only the heavy list names it)."""
+    modules = start_path_modules(tmp_path, "metadata", metrics_port=-1, extra_import=extra_import)
+    assert extra_import in heavy(modules)
+    if extra_import.startswith("minikafka."):
+        assert extra_import in budgeted(modules) - allow_list()
+
+
+def test_every_handler_the_dispatcher_imports_at_first_request_exists() -> None:
+    """The dispatcher's table names most handlers by module (imported at the API's first request): each name
+    resolves to a coroutine function, so a typo fails here rather than at some client's first request."""
+    from minikafka.broker.dispatcher import HANDLER_NAMES
+
+    for api_key, name in HANDLER_NAMES.items():
+        module, _, function = name.partition(".")
+        handler = getattr(importlib.import_module(f"minikafka.broker.handlers.{module}"), function or "handle")
+        assert inspect.iscoroutinefunction(handler), (api_key, name)
