@@ -384,7 +384,8 @@ def list_offsets(cluster: Cluster, via: int, topic: str) -> dict[str, tuple[int,
     return found
 
 
-def end_offsets_for_epochs(cluster: Cluster, via: int, topic: str, epochs: list[int]) -> dict[int, tuple[int, int, int]]:
+def end_offsets_for_epochs(cluster: Cluster, via: int, topic: str,
+                           epochs: list[int]) -> dict[int, tuple[int, int, int]]:
     """A consumer's OffsetForLeaderEpoch v4 (KIP-320) of partition 0: epoch -> (error code, epoch, end offset)."""
     topic_cls = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
     with WireClient(cluster.address(via)) as client:
