@@ -3,7 +3,7 @@
 after it is back, the error codes of partition requests sent to a broker that does not lead the partition and
 of group requests sent to a broker that is not the group's coordinator, ElectLeaders' answers, KIP-966's
 eligible leader replicas as a partition's brokers stop and start, and what clients observe after an unclean
-election (ListOffsets, OffsetForLeaderEpoch, librdkafka consumers that had read records it lost).
+election (ListOffsets, OffsetForLeaderEpoch, librdkafka and Java consumers that had read records it lost).
 
 Topics are created with an explicit replica assignment, so the preferred leaders (the first replica) and every
 election are the same on both sides. Kafka's JVMs take 15-30 s to start here: the module is marked `slow`.
@@ -11,6 +11,9 @@ election are the same on both sides. Kafka's JVMs take 15-30 s to start here: th
 
 from __future__ import annotations
 
+import json
+import select
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +32,7 @@ from minikafka.protocol.schemas import ElectLeadersRequest
 from minikafka.testing import MiniKafka
 from tests.apache_kafka_cluster import ApacheKafkaCluster
 from tests.broker.test_fetch_wire import batch_of, fetch, produce
+from tests.interop.java_client import JAR, LIB_DIR
 from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.wire_client import WireClient
 
@@ -396,14 +400,41 @@ def end_offsets_for_epochs(cluster: Cluster, via: int, topic: str,
     return {epoch: (part.error_code, part.leader_epoch, part.end_offset) for epoch, part in answers.items()}
 
 
-def test_what_clients_observe_after_an_unclean_election(cluster: Cluster) -> None:
+class JavaTruncationConsumer:
+    """tests/interop/java LogTruncationClient in its own JVM: a Java consumer (auto.offset.reset=none) reading
+    `count` records of partition 0, then waiting for KIP-320's LogTruncationException."""
+
+    def __init__(self, bootstrap: str, topic: str, count: int) -> None:
+        self.process = subprocess.Popen(
+            ["java", "-Xmx128m", "-cp", f"{JAR}:{LIB_DIR}/*", "minikafka.interop.LogTruncationClient", bootstrap,
+             topic, str(count)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def next_line(self, timeout_s: float = DEADLINE_S) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not line.startswith("{"):
+            self.close()
+            raise AssertionError(f"LogTruncationClient printed {line!r}; stderr:\n"
+                                 f"{(self.process.stderr.read() if self.process.stderr else '')[-3000:]}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+def test_what_clients_observe_after_an_unclean_election(cluster: Cluster, java_client: None) -> None:
     """Partition [1, 2] with min.insync.replicas=1: broker 2 stops (the ISR is 1 alone), five acks=1 records are
     acknowledged by 1 alone and read, 1 stops (leaderless: 1 is the eligible leader, KIP-966), 2 returns (not
     eligible: no clean election) and is elected uncleanly: by ElectLeaders UNCLEAN for topic "elect", at once by
     Kafka's controller when 2 is unfenced for topic "config" (unclean.leader.election.enable). Broker 3 stays up
     (on Kafka the controller quorum is 2 and 3 once 2 is back). What clients see: the log end goes back to the
     five acks=all records, OffsetForLeaderEpoch says where epoch 0 ends, a librdkafka consumer that had read
-    past it detects the truncation (KIP-320), and a fresh read_committed consumer reads what survived."""
+    past it detects the truncation (KIP-320: librdkafka and the Java consumer), and a fresh read_committed consumer
+    reads what survived."""
     suffix = uuid.uuid4().hex[:6]
     elect_topic, config_topic = f"lossy-elect-{suffix}", f"lossy-config-{suffix}"
     create_lossy_topic(cluster, elect_topic, {"min.insync.replicas": "1"})
@@ -417,6 +448,7 @@ def test_what_clients_observe_after_an_unclean_election(cluster: Cluster) -> Non
     # (librdkafka then reports the truncation instead of moving on)
     resetting = Consumer({**consumer_settings, "group.id": f"r-{suffix}", "auto.offset.reset": "earliest"})
     reporting = Consumer({**consumer_settings, "group.id": f"e-{suffix}", "auto.offset.reset": "error"})
+    java = JavaTruncationConsumer(bootstrap, elect_topic, 10)
     stopped: list[int] = []
     try:
         for consumer in (resetting, reporting):
@@ -430,6 +462,7 @@ def test_what_clients_observe_after_an_unclean_election(cluster: Cluster) -> Non
         for consumer in (resetting, reporting):
             assert consume(consumer, 5) == ([(5 + n, value, 0) for n, value in enumerate(lost)], [])
         assert list_offsets(cluster, 1, elect_topic)["latest"] == (0, 10, 0)
+        assert java.next_line() == {"read": 10}
 
         cluster.stop_broker(1)
         stopped.append(1)
@@ -450,6 +483,8 @@ def test_what_clients_observe_after_an_unclean_election(cluster: Cluster) -> Non
                 "earliest": (0, 0, 0), "latest": (0, 5, 2), "committed": (0, 5, 2)}
             assert end_offsets_for_epochs(cluster, 2, topic, [0, 1, 2, 3]) == {
                 0: (0, 0, 5), 1: (0, 0, 5), 2: (0, 2, 5), 3: (0, -1, -1)}
+        # the Java consumer's LogTruncationException names where its log and the leader's diverge
+        assert java.next_line() == {"divergent_offset": 5, "divergent_epoch": 0}
         # librdkafka reports the reset it may not do (auto.offset.reset=error), naming the truncation it detected
         records, errors = consume(reporting, 1)
         assert (records, [code for code, _ in errors]) == ([], [KafkaError._AUTO_OFFSET_RESET])
@@ -470,6 +505,7 @@ def test_what_clients_observe_after_an_unclean_election(cluster: Cluster) -> Non
         finally:
             fresh.close()
     finally:
+        java.close()
         resetting.close()
         reporting.close()
         for broker in sorted(stopped, reverse=True):
