@@ -5,7 +5,8 @@ a paused follower elected leader truncates the log to its end (acks=1 records lo
 unclean.leader.election.enable an out-of-sync replica is elected when the last in-sync one stops, without it the
 partition goes leaderless; a stopped broker's replica keeps the log end offset it had, so electing it while the
 leader is gone (ElectLeaders UNCLEAN, unclean.leader.election.enable when it returns, or KIP-966's ELR) loses what
-the leader wrote meanwhile, and its return while the leader runs catches it up."""
+the leader wrote meanwhile, and its return while the leader runs catches it up; a consumer's Fetch from a
+held-back follower reads only what that replica has."""
 
 from __future__ import annotations
 
@@ -368,3 +369,23 @@ def test_an_eligible_replica_elected_when_it_returns_brings_its_log(kafka: MiniK
                 assert latest_offset(two, "eligible-log") == 1
         finally:
             kafka.faults.start_broker(1)
+
+
+def test_a_held_back_follower_serves_a_consumer_only_the_records_it_has(kafka: MiniKafka) -> None:
+    """A consumer's Fetch v12 (KIP-392) from a follower reads that replica's log: a paused one ends where it
+    stopped following, a caught-up one at the high watermark."""
+    with WireClient(address(kafka, 1)) as one:
+        assert create_topic(one, "follower-reads", assignments=[[1, 2, 3]]) == NONE
+        assert produce(one, "follower-reads", acks=-1) == (NONE, 0)
+        kafka.faults.pause_follower("follower-reads", 0, 2)
+        assert produce(one, "follower-reads", acks=1) == (NONE, 1)
+        wait_for(lambda: state(one, "follower-reads").isr_nodes == [1, 3])
+        assert fetch_high_watermark(one, "follower-reads")[0] == 2
+        with WireClient(address(kafka, 2)) as two, WireClient(address(kafka, 3)) as three:
+            paused = fetch_high_watermark(two, "follower-reads")
+            caught_up = fetch_high_watermark(three, "follower-reads")
+            assert (paused[0], caught_up[0]) == (1, 2)
+            assert 0 < paused[1] < caught_up[1]  # one batch of the two
+        kafka.faults.resume_follower("follower-reads", 0, 2)
+        with WireClient(address(kafka, 2)) as two:
+            assert fetch_high_watermark(two, "follower-reads")[0] == 2
