@@ -11,7 +11,13 @@ was at the pause (the records appended after it are not on it), so
 - when it becomes the leader (an election from the ISR, or an unclean one), the log is truncated to its log end
   offset for real (`UnifiedLog.truncate_to`, as Kafka's followers truncate to the new leader): records only the old
   leader had are lost, as in Kafka (`acks=all` ones were never acknowledged: the high watermark waited).
-A restart forgets the pauses (every follower catches up). Event-loop thread only.
+A stopped broker's replicas fetch nothing either (`replica_stopped`): each keeps the log end offset it had at the
+stop. Its broker's start catches it up when the partition has a leader (Kafka's follower fetches the rest); a
+leaderless partition keeps it where it was, so when it is elected (from the ELR, or uncleanly) the log is truncated
+to it as for a paused follower: the records written while it was stopped are lost, as in Kafka. When a leader is
+elected the running replicas follow it (caught up), and the log end of every held-back replica is at most the new
+leader's (past it, Kafka's follower truncates to the diverging offset).
+A restart forgets the pauses and stops (every follower catches up). Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from minikafka.broker.partition_states import PartitionStates
+from minikafka.broker.partition_states import NO_LEADER, PartitionStates
 from minikafka.protocol.errors import ErrorCode, UnknownTopicOrPartitionError
 from minikafka.storage.unified_log import UnifiedLog
 
@@ -47,11 +53,16 @@ class FollowerStates:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._now_ms = now_ms or (lambda: int(time.monotonic() * 1000))
         self._paused: dict[tuple[str, int], dict[int, PausedFollower]] = {}
+        #: the log end offset of each replica of a stopped broker (or of a broker back while its partition has no
+        #: leader), by partition
+        self._stopped: dict[tuple[str, int], dict[int, int]] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         partitions.followers = self
         partitions.is_lagging = self.is_lagging
         partitions.before_new_leader = self._before_new_leader
         partitions.after_isr_change = self._refresh_all
+        partitions.replica_stopped = self._replica_stopped
+        partitions.replica_started = self._replica_started
 
     # --- faults --------------------------------------------------------------------------------------------
     def pause(self, topic: str, partition: int, replica: int) -> None:
@@ -94,9 +105,12 @@ class FollowerStates:
         return follower is not None and follower.log_end_offset < self._log_for(topic, partition).log_end_offset
 
     def replica_log_end_offset(self, topic: str, partition: int, replica: int) -> int:
+        """The log end offset of `replica` (paused, stopped or caught up)."""
         follower = self._paused.get((topic, partition), {}).get(replica)
-        leader_end = self._log_for(topic, partition).log_end_offset
-        return leader_end if follower is None else min(follower.log_end_offset, leader_end)
+        end = self._log_for(topic, partition).log_end_offset
+        if follower is not None:
+            end = min(end, follower.log_end_offset)
+        return min(end, self._stopped.get((topic, partition), {}).get(replica, end))
 
     def expire_lagging(self) -> None:
         """Kafka's Partition.maybeShrinkIsr: a paused follower behind the log end for replica.lag.time.max.ms
@@ -145,22 +159,57 @@ class FollowerStates:
                 waiters.discard(waiter)
 
     # --- internals -----------------------------------------------------------------------------------------
+    def _replica_stopped(self, topic: str, partition: int, replica: int) -> None:
+        """`replica`'s broker stops: it keeps the log end offset it has now (before its partitions elect)."""
+        self._stopped.setdefault((topic, partition), {})[replica] = \
+            self.replica_log_end_offset(topic, partition, replica)
+
+    def _replica_started(self, topic: str, partition: int, replica: int) -> None:
+        """`replica`'s broker is back (after the partition's elections): it catches up when there is a leader to
+        fetch from, else it keeps its log end offset."""
+        if self.partitions.get(topic, partition).leader != NO_LEADER:
+            self._forget_stopped(topic, partition, replica)
+
+    def _forget_stopped(self, topic: str, partition: int, replica: int) -> int | None:
+        stopped = self._stopped.get((topic, partition))
+        if not stopped or replica not in stopped:
+            return None
+        end = stopped.pop(replica)
+        if not stopped:
+            del self._stopped[(topic, partition)]
+        return end
+
     def _before_new_leader(self, topic: str, partition: int, leader: int) -> None:
-        """A paused follower elected leader: the log is its log (truncated to its end); it follows no more. Any
-        election wakes the Produces waiting on the partition (they answer NOT_LEADER_OR_FOLLOWER)."""
+        """A paused follower or a stopped one's replica elected leader: the log is its log (truncated to its end);
+        it follows no more, the other running replicas follow it. Any election wakes the Produces waiting on the
+        partition (they answer NOT_LEADER_OR_FOLLOWER)."""
         self._wake(topic, partition)
-        paused = self._paused.get((topic, partition))
-        if not paused or leader not in paused:
+        if leader == NO_LEADER:
             return
-        follower = paused.pop(leader)
-        removed = self._log_for(topic, partition).truncate_to(follower.log_end_offset)
-        log.warning("Partition %s-%d: new leader %d had the log up to offset %d: %d offset(s) truncated",
-                    topic, partition, leader, follower.log_end_offset, removed)
+        paused = self._paused.get((topic, partition), {})
+        ends = [end for end in (paused[leader].log_end_offset if leader in paused else None,
+                                self._forget_stopped(topic, partition, leader)) if end is not None]
+        paused.pop(leader, None)
         if not paused:
             self._paused.pop((topic, partition), None)
+        if ends:
+            removed = self._log_for(topic, partition).truncate_to(min(ends))
+            log.warning("Partition %s-%d: new leader %d had the log up to offset %d: %d offset(s) truncated",
+                        topic, partition, leader, min(ends), removed)
+        new_end = self._log_for(topic, partition).log_end_offset
+        for replica, end in list(self._stopped.get((topic, partition), {}).items()):
+            if self.partitions.cluster.is_running(replica):
+                self._forget_stopped(topic, partition, replica)
+            else:
+                self._stopped[(topic, partition)][replica] = min(end, new_end)
+        for follower in paused.values():
+            follower.log_end_offset = min(follower.log_end_offset, new_end)
         self._refresh(topic, partition)
 
     def _refresh_all(self) -> None:
+        for topic, partition in list(self._stopped):
+            if self.partitions.partition_count(topic) is None:  # the topic was deleted: its replicas with it
+                del self._stopped[(topic, partition)]
         for topic, partition in list(self._paused):
             try:
                 self._refresh(topic, partition)

@@ -14,9 +14,11 @@ Kafka's (KRaft controller):
 - KIP-966's ELR as Kafka 4.3 keeps it by default: while the ISR is smaller than min.insync.replicas the members
   that left it are eligible leaders; the last leader of a partition whose ISR emptied is its last known ELR;
 - a started broker rejoins the ISR of every partition it is a replica of (not while a paused follower of it lags);
-  a leaderless partition with an empty ISR elects it only when it is in the ELR (epoch + 1; the running replicas
-  rejoin), else stays leaderless;
-- a paused follower elected leader truncates the log to its end first (`before_new_leader`);
+  a leaderless partition with an empty ISR elects it when it is in the ELR (epoch + 1; the running replicas
+  rejoin), or uncleanly with unclean.leader.election.enable (Kafka's handleBrokerUnfenced; the ISR is it alone),
+  else stays leaderless;
+- a paused follower, or a replica that was stopped and has not caught up since (its partition had no leader),
+  elected leader truncates the log to its end first (`before_new_leader`);
 - each new leader epoch starts at the log end offset (Kafka's `maybeAssignEpochStartOffset`), which is what
   OffsetsForLeaderEpoch answers from (`LeaderEpochFileCache.endOffsetFor`).
 A partition without a recorded state (a log dir from before this file, an internal topic) gets one replica, the
@@ -83,6 +85,10 @@ class PartitionStates:
         self.before_new_leader: Callable[[str, int, int], None] = lambda topic, partition, leader: None
         #: called after a broker's stop or start changed the partitions' ISRs (the high watermark may move)
         self.after_isr_change: Callable[[], None] = lambda: None
+        #: `FollowerStates`' hooks: a replica of a stopping broker keeps its log end offset (called before the
+        #: partition's elections); a replica of a started broker catches up if its partition has a leader (after)
+        self.replica_stopped: Callable[[str, int, int], None] = lambda topic, partition, replica: None
+        self.replica_started: Callable[[str, int, int], None] = lambda topic, partition, replica: None
         #: the paused followers (set by `FollowerStates`): what an acks=all Produce waits on
         self.followers: FollowerStates | None = None
         #: the topic's min.insync.replicas (the ISR size below which KIP-966's ELR is kept)
@@ -309,6 +315,8 @@ class PartitionStates:
     def broker_stopped(self, broker_id: int) -> None:
         for topic, states in self._states.items():
             for index, state in enumerate(states):
+                if broker_id in state.replicas:
+                    self.replica_stopped(topic, index, broker_id)
                 if broker_id not in state.isr:
                     continue
                 remaining = [replica for replica in state.isr if replica != broker_id]
@@ -342,16 +350,25 @@ class PartitionStates:
                 if broker_id not in state.replicas:
                     continue
                 if self.is_lagging(topic, index, broker_id):
-                    continue  # a paused follower behind the log end stays out until resume_follower
-                if state.leader == NO_LEADER and not state.isr:
-                    if broker_id in state.elr:  # else it waits, out of the ISR, for an ELR member (KIP-966)
+                    pass  # a paused follower behind the log end stays out until resume_follower
+                elif state.leader == NO_LEADER and not state.isr:
+                    if broker_id in state.elr:
                         self._elect_from_elr(topic, index, state, broker_id)
-                    continue
-                if broker_id not in state.isr:
-                    self._set_isr(topic, state, [replica for replica in state.replicas
-                                                 if replica in state.isr or replica == broker_id])
-                if state.leader == NO_LEADER:
-                    self._new_leader(topic, index, state, broker_id)
+                    elif self.unclean_leader_election_enable(topic):
+                        # Kafka's handleBrokerUnfenced: an UNCLEAN election for the leaderless partitions
+                        unclean = self._unclean_leader(topic, state, NO_LEADER)
+                        log.warning("Partition %s-%d: unclean election of replica %d (out of the ISR): records it "
+                                    "lacks are lost", topic, index, unclean)
+                        state.isr, state.elr, state.last_known_elr = [unclean], [], []
+                        self._new_leader(topic, index, state, unclean)
+                    # else it waits, out of the ISR, for an ELR member (KIP-966)
+                else:
+                    if broker_id not in state.isr:
+                        self._set_isr(topic, state, [replica for replica in state.replicas
+                                                     if replica in state.isr or replica == broker_id])
+                    if state.leader == NO_LEADER:
+                        self._new_leader(topic, index, state, broker_id)
+                self.replica_started(topic, index, broker_id)
         self._save()
         self.after_isr_change()
 

@@ -68,6 +68,9 @@ class FetchPartitionRequest:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    #: a follower replica serving a consumer (KIP-392) reads no further than its own log end offset (a held-back
+    #: replica lacks the rest: `FollowerStates`); None for the leader
+    replica_end_offset: int | None = None
 
 
 class ReplicaManager:
@@ -132,6 +135,9 @@ class ReplicaManager:
                 log = self.log_for(request.topic, request.partition)
                 high_watermark = log.high_watermark
                 last_stable = log.last_stable_offset
+                if request.replica_end_offset is not None:
+                    high_watermark = min(high_watermark, request.replica_end_offset)
+                    last_stable = min(last_stable, high_watermark)
                 limit = min(request.partition_max_bytes, remaining)
                 read_committed = isolation_level != READ_UNCOMMITTED
                 records: bytes | memoryview = b""

@@ -5,8 +5,9 @@
   as a dead broker's); it leaves every ISR, and the partitions it led elect the next in-sync replica (epoch + 1)
   or, when it was the last one, go leaderless (leader -1, an empty ISR, it eligible) or elect an out-of-sync
   replica (unclean.leader.election.enable);
-- `start_broker(id)`: its listeners reopen on the same ports; it rejoins the ISR of its partitions and leads the
-  leaderless ones it is an eligible leader replica of (KIP-966);
+- `start_broker(id)`: its listeners reopen on the same ports; it rejoins the ISR of its partitions that have a
+  leader and leads the leaderless ones it is an eligible leader replica of (KIP-966), or any of them with
+  unclean.leader.election.enable (its log as it was at the stop: `FollowerStates`);
 - `pause_follower(topic, partition, id)` / `resume_follower(...)`: follower `id` stops following / catches up
   (`FollowerStates`).
 Input is validated here (a `FaultInputError` names the mistake: an unknown broker, topic or partition, stopping a

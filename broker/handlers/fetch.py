@@ -103,6 +103,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 fetch_offset=data.fetch_offset,
                 partition_max_bytes=data.partition_max_bytes,
                 current_leader_epoch=data.current_leader_epoch,
+                replica_end_offset=_replica_end_offset(ctx, str(topic_partition.topic), topic_partition.partition),
             )
             for topic_partition, data in interesting
         ],
@@ -136,6 +137,14 @@ def _leadership_error(ctx: BrokerContext, topic_partition: TopicIdPartition, dat
     except KafkaError as error:
         return error
     return None
+
+
+def _replica_end_offset(ctx: BrokerContext, topic: str, partition: int) -> int | None:
+    """Where this broker's replica of the partition ends when it is a follower (None when it leads)."""
+    followers = ctx.partitions.followers
+    if followers is None or ctx.partitions.get(topic, partition).leader == ctx.node_id:
+        return None
+    return followers.replica_log_end_offset(topic, partition, ctx.node_id)
 
 
 def _is_from_follower(request: Any, version: int) -> bool:

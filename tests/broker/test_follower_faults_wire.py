@@ -3,7 +3,10 @@ a paused follower in the ISR holds the high watermark (acks=all times out with R
 nothing past it), leaves the ISR after replica.lag.time.max.ms (the high watermark moves on), rejoins on resume;
 a paused follower elected leader truncates the log to its end (acks=1 records lost, acks=all ones kept); with
 unclean.leader.election.enable an out-of-sync replica is elected when the last in-sync one stops, without it the
-partition goes leaderless."""
+partition goes leaderless; a stopped broker's replica keeps the log end offset it had, so electing it while the
+leader is gone (ElectLeaders UNCLEAN, unclean.leader.election.enable when it returns, or KIP-966's ELR) loses what
+the leader wrote meanwhile, and its return while the leader runs catches it up; a consumer's Fetch from a
+held-back follower reads only what that replica has."""
 
 from __future__ import annotations
 
@@ -17,11 +20,12 @@ from typing import Any
 import pytest
 from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
-from kafka.protocol.consumer.offsets import ListOffsetsRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from minikafka.protocol.records import Record, build_batch
 from minikafka.testing import FaultError, MiniKafka
+from tests.broker.test_elect_leaders_wire import elect, results
 from tests.broker.test_several_brokers_wire import (
     address,
     create_topic,
@@ -277,3 +281,111 @@ def test_the_eligible_leader_replicas_follow_kip_966_as_kafka_4_3_keeps_them(kaf
         finally:
             kafka.faults.start_broker(1)
         assert seen() == (2, 2, [1, 2], ([], []))
+
+
+def end_offset_for_epoch(client: WireClient, topic: str, epoch: int) -> tuple[int, int, int]:
+    """OffsetsForLeaderEpoch (a consumer's, KIP-320) of partition 0: (error code, leader epoch, end offset)."""
+    topic_cls = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    request = OffsetForLeaderEpochRequest[4](replica_id=-1, topics=[topic_cls(topic=topic, partitions=[
+        topic_cls.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=epoch)])])
+    part = client.request(request).topics[0].partitions[0]
+    return part.error_code, part.leader_epoch, part.end_offset
+
+
+@pytest.mark.parametrize("election", ["ElectLeaders", "unclean.leader.election.enable"])
+def test_a_replica_stopped_while_the_leader_wrote_loses_those_records_when_elected_uncleanly(
+        kafka: MiniKafka, election: str) -> None:
+    """As Kafka 4.3.1 (tests/interop/test_multi_broker_side_by_side.py compares): a stopped broker's replica
+    fetches nothing, so the leader's records written meanwhile are lost when that replica is elected while the
+    leader is gone: by ElectLeaders UNCLEAN, or at once when its broker returns with
+    unclean.leader.election.enable (Kafka's handleBrokerUnfenced)."""
+    topic = f"stopped-{'elect' if election == 'ElectLeaders' else 'config'}"
+    unclean = str(election != "ElectLeaders").lower()
+    with WireClient(address(kafka, 3)) as three:
+        assert create_topic(three, topic, assignments=[[1, 2]],
+                            configs={"unclean.leader.election.enable": unclean}) == NONE
+        with WireClient(address(kafka, 1)) as one:
+            assert produce(one, topic, acks=-1) == (NONE, 0)
+            kafka.faults.stop_broker(2)
+            try:
+                assert produce(one, topic, acks=1) == (NONE, 1)  # on the leader only: 2 is stopped
+                assert produce(one, topic, acks=-1) == (NONE, 2)  # the ISR is 1 alone
+                kafka.faults.stop_broker(1)
+            finally:
+                kafka.faults.start_broker(2)
+        try:
+            if election == "ElectLeaders":
+                part = state(three, topic)  # 2 is not eligible (KIP-966): no clean election
+                assert (part.leader_id, part.leader_epoch, part.isr_nodes) == (-1, 1, [])
+                assert eligible_leaders(three, topic) == ([1], [1])
+                assert results(elect(three, 1, {topic: [0]})) == {(topic, 0): (NONE, None)}
+            part = state(three, topic)
+            assert (part.leader_id, part.leader_epoch, part.isr_nodes) == (2, 2, [2])
+            assert eligible_leaders(three, topic) == ([], [])
+            with WireClient(address(kafka, 2)) as two:
+                assert latest_offset(two, topic) == 1  # offsets 1 and 2 were truncated
+                assert end_offset_for_epoch(two, topic, 0) == (NONE, 0, 1)  # where a consumer's epoch 0 ends
+                assert produce(two, topic, acks=-1) == (NONE, 1)
+        finally:
+            kafka.faults.start_broker(1)
+        assert state(three, topic).isr_nodes == [1, 2]
+        with WireClient(address(kafka, 2)) as two:
+            assert latest_offset(two, topic) == 2
+
+
+def test_a_stopped_follower_catches_up_when_its_broker_starts_while_the_leader_runs(kafka: MiniKafka) -> None:
+    with WireClient(address(kafka, 1)) as one:
+        assert create_topic(one, "catching-up", assignments=[[1, 2]]) == NONE
+        kafka.faults.stop_broker(2)
+        try:
+            assert produce(one, "catching-up", acks=1) == (NONE, 0)
+            assert produce(one, "catching-up", acks=1) == (NONE, 1)
+        finally:
+            kafka.faults.start_broker(2)
+        assert state(one, "catching-up").isr_nodes == [1, 2]
+    kafka.faults.elect_leader("catching-up", 0, 2)
+    with WireClient(address(kafka, 2)) as two:
+        assert latest_offset(two, "catching-up") == 2  # it fetched both: nothing lost
+
+
+def test_an_eligible_replica_elected_when_it_returns_brings_its_log(kafka: MiniKafka) -> None:
+    """min.insync.replicas=2: the stopped 2 is eligible (ELR); the leader alone still takes acks=1 records;
+    when 1 stops too and 2 returns, 2 leads with the log it had (Kafka's follower truncates to it)."""
+    with WireClient(address(kafka, 3)) as three:
+        assert create_topic(three, "eligible-log", assignments=[[1, 2]],
+                            configs={"min.insync.replicas": "2"}) == NONE
+        with WireClient(address(kafka, 1)) as one:
+            assert produce(one, "eligible-log", acks=-1) == (NONE, 0)
+            kafka.faults.stop_broker(2)
+            try:
+                assert produce(one, "eligible-log", acks=1) == (NONE, 1)
+                kafka.faults.stop_broker(1)
+            finally:
+                kafka.faults.start_broker(2)
+        try:
+            part = state(three, "eligible-log")
+            assert (part.leader_id, part.leader_epoch, part.isr_nodes) == (2, 2, [2])
+            with WireClient(address(kafka, 2)) as two:
+                assert latest_offset(two, "eligible-log") == 1
+        finally:
+            kafka.faults.start_broker(1)
+
+
+def test_a_held_back_follower_serves_a_consumer_only_the_records_it_has(kafka: MiniKafka) -> None:
+    """A consumer's Fetch v12 (KIP-392) from a follower reads that replica's log: a paused one ends where it
+    stopped following, a caught-up one at the high watermark."""
+    with WireClient(address(kafka, 1)) as one:
+        assert create_topic(one, "follower-reads", assignments=[[1, 2, 3]]) == NONE
+        assert produce(one, "follower-reads", acks=-1) == (NONE, 0)
+        kafka.faults.pause_follower("follower-reads", 0, 2)
+        assert produce(one, "follower-reads", acks=1) == (NONE, 1)
+        wait_for(lambda: state(one, "follower-reads").isr_nodes == [1, 3])
+        assert fetch_high_watermark(one, "follower-reads")[0] == 2
+        with WireClient(address(kafka, 2)) as two, WireClient(address(kafka, 3)) as three:
+            paused = fetch_high_watermark(two, "follower-reads")
+            caught_up = fetch_high_watermark(three, "follower-reads")
+            assert (paused[0], caught_up[0]) == (1, 2)
+            assert 0 < paused[1] < caught_up[1]  # one batch of the two
+        kafka.faults.resume_follower("follower-reads", 0, 2)
+        with WireClient(address(kafka, 2)) as two:
+            assert fetch_high_watermark(two, "follower-reads")[0] == 2

@@ -1,8 +1,9 @@
 """Three brokers side by side: a three-node Apache Kafka 4.3.1 KRaft cluster (tests/apache_kafka_cluster.py) and
 `MiniKafka(brokers=3)`, asked the same raw requests: Metadata and DescribeTopicPartitions after a broker stops and
 after it is back, the error codes of partition requests sent to a broker that does not lead the partition and
-of group requests sent to a broker that is not the group's coordinator, ElectLeaders' answers, and KIP-966's
-eligible leader replicas as a partition's brokers stop and start.
+of group requests sent to a broker that is not the group's coordinator, ElectLeaders' answers, KIP-966's
+eligible leader replicas as a partition's brokers stop and start, and what clients observe after an unclean
+election (ListOffsets, OffsetForLeaderEpoch, librdkafka and Java consumers that had read records it lost).
 
 Topics are created with an explicit replica assignment, so the preferred leaders (the first replica) and every
 election are the same on both sides. Kafka's JVMs take 15-30 s to start here: the module is marked `slow`.
@@ -10,12 +11,16 @@ election are the same on both sides. Kafka's JVMs take 15-30 s to start here: th
 
 from __future__ import annotations
 
+import json
+import select
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka.protocol.admin import DeleteRecordsRequest
 from kafka.protocol.admin.topics import CreateTopicsRequest, DescribeTopicPartitionsRequest
 from kafka.protocol.consumer import ListOffsetsRequest, OffsetForLeaderEpochRequest
@@ -27,6 +32,7 @@ from minikafka.protocol.schemas import ElectLeadersRequest
 from minikafka.testing import MiniKafka
 from tests.apache_kafka_cluster import ApacheKafkaCluster
 from tests.broker.test_fetch_wire import batch_of, fetch, produce
+from tests.interop.java_client import JAR, LIB_DIR
 from tests.kafka_jars import KafkaHarnessError, ensure_kafka_jars
 from tests.wire_client import WireClient
 
@@ -327,3 +333,182 @@ def test_eligible_leader_replicas_as_the_brokers_of_a_partition_stop_and_start(c
     finally:
         cluster.start_broker(1)
     reaches((2, 2, [1, 2], [], []), "1 back in the ISR, nothing eligible")
+
+
+def create_lossy_topic(cluster: Cluster, name: str, configs: dict[str, str]) -> None:
+    """Partition 0 on brokers 1 (the leader) and 2, created through broker 3 (which never stops below)."""
+    creatable = CreateTopicsRequest.CreatableTopic
+    request = CreateTopicsRequest[7](topics=[creatable(
+        name=name, num_partitions=-1, replication_factor=-1,
+        configs=[creatable.CreatableTopicConfig(name=key, value=value) for key, value in configs.items()],
+        assignments=[creatable.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])],
+        timeout_ms=30_000, validate_only=False)
+    with WireClient(cluster.address(3)) as client:
+        assert client.request(request).topics[0].error_code == 0
+    wait_until(lambda: eligible_state(cluster, 3, name) == (1, 0, [1, 2], [], []), f"{name} created")
+
+
+def produce_records(bootstrap: str, topic: str, acks: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": False, "linger.ms": 0})
+    failures: list[object] = []
+    for value in values:
+        producer.produce(topic, value.encode(), partition=0,
+                         on_delivery=lambda error, _message: failures.append(error) if error else None)
+    assert producer.flush(30) == 0 and failures == []
+
+
+def consume(consumer: Consumer, count: int, timeout_s: float = DEADLINE_S) -> tuple[list[Any], list[Any]]:
+    """Up to `count` records (offset, value, leader epoch) and the errors met meanwhile, until an error or
+    `timeout_s`."""
+    records: list[Any] = []
+    errors: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(records) < count and not errors and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is None:
+            continue
+        if message.error() is not None:
+            errors.append((message.error().code(), message.error().str()))
+        else:
+            records.append((message.offset(), message.value().decode(), message.leader_epoch()))
+    return records, errors
+
+
+def list_offsets(cluster: Cluster, via: int, topic: str) -> dict[str, tuple[int, int, int]]:
+    """ListOffsets v7 of partition 0 through broker `via`: (error code, offset, leader epoch) of the earliest, the
+    latest a read_uncommitted consumer sees (the high watermark) and a read_committed one (the LSO)."""
+    offsets = ListOffsetsRequest.ListOffsetsTopic
+    found = {}
+    with WireClient(cluster.address(via)) as client:
+        for name, isolation_level, timestamp in (("earliest", 0, -2), ("latest", 0, -1), ("committed", 1, -1)):
+            part = client.request(ListOffsetsRequest[7](replica_id=-1, isolation_level=isolation_level, topics=[
+                offsets(name=topic, partitions=[offsets.ListOffsetsPartition(
+                    partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])])).topics[0].partitions[0]
+            found[name] = (part.error_code, part.offset, part.leader_epoch)
+    return found
+
+
+def end_offsets_for_epochs(cluster: Cluster, via: int, topic: str,
+                           epochs: list[int]) -> dict[int, tuple[int, int, int]]:
+    """A consumer's OffsetForLeaderEpoch v4 (KIP-320) of partition 0: epoch -> (error code, epoch, end offset)."""
+    topic_cls = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    with WireClient(cluster.address(via)) as client:
+        answers = {epoch: client.request(OffsetForLeaderEpochRequest[4](replica_id=-1, topics=[topic_cls(
+            topic=topic, partitions=[topic_cls.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=-1, leader_epoch=epoch)])])).topics[0].partitions[0]
+            for epoch in epochs}
+    return {epoch: (part.error_code, part.leader_epoch, part.end_offset) for epoch, part in answers.items()}
+
+
+class JavaTruncationConsumer:
+    """tests/interop/java LogTruncationClient in its own JVM: a Java consumer (auto.offset.reset=none) reading
+    `count` records of partition 0, then waiting for KIP-320's LogTruncationException."""
+
+    def __init__(self, bootstrap: str, topic: str, count: int) -> None:
+        self.process = subprocess.Popen(
+            ["java", "-Xmx128m", "-cp", f"{JAR}:{LIB_DIR}/*", "minikafka.interop.LogTruncationClient", bootstrap,
+             topic, str(count)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def next_line(self, timeout_s: float = DEADLINE_S) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not line.startswith("{"):
+            self.close()
+            raise AssertionError(f"LogTruncationClient printed {line!r}; stderr:\n"
+                                 f"{(self.process.stderr.read() if self.process.stderr else '')[-3000:]}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+def test_what_clients_observe_after_an_unclean_election(cluster: Cluster, java_client: None) -> None:
+    """Partition [1, 2] with min.insync.replicas=1: broker 2 stops (the ISR is 1 alone), five acks=1 records are
+    acknowledged by 1 alone and read, 1 stops (leaderless: 1 is the eligible leader, KIP-966), 2 returns (not
+    eligible: no clean election) and is elected uncleanly: by ElectLeaders UNCLEAN for topic "elect", at once by
+    Kafka's controller when 2 is unfenced for topic "config" (unclean.leader.election.enable). Broker 3 stays up
+    (on Kafka the controller quorum is 2 and 3 once 2 is back). What clients see: the log end goes back to the
+    five acks=all records, OffsetForLeaderEpoch says where epoch 0 ends, a librdkafka consumer that had read
+    past it detects the truncation (KIP-320: librdkafka and the Java consumer), and a fresh read_committed consumer
+    reads what survived."""
+    suffix = uuid.uuid4().hex[:6]
+    elect_topic, config_topic = f"lossy-elect-{suffix}", f"lossy-config-{suffix}"
+    create_lossy_topic(cluster, elect_topic, {"min.insync.replicas": "1"})
+    create_lossy_topic(cluster, config_topic, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    bootstrap = ",".join(cluster.address(broker) for broker in (1, 2, 3))
+    kept, lost = [f"kept-{n}" for n in range(5)], [f"lost-{n}" for n in range(5)]
+    for topic in (elect_topic, config_topic):
+        produce_records(bootstrap, topic, "all", kept)  # offsets 0-4, on both replicas
+    consumer_settings = {"bootstrap.servers": bootstrap, "enable.auto.commit": False}
+    # A KIP-320 consumer that resets (to the end offset of its epoch), and one with auto.offset.reset=error
+    # (librdkafka then reports the truncation instead of moving on)
+    resetting = Consumer({**consumer_settings, "group.id": f"r-{suffix}", "auto.offset.reset": "earliest"})
+    reporting = Consumer({**consumer_settings, "group.id": f"e-{suffix}", "auto.offset.reset": "error"})
+    java = JavaTruncationConsumer(bootstrap, elect_topic, 10)
+    stopped: list[int] = []
+    try:
+        for consumer in (resetting, reporting):
+            consumer.assign([TopicPartition(elect_topic, 0, 0)])
+            assert consume(consumer, 5) == ([(n, value, 0) for n, value in enumerate(kept)], [])
+        cluster.stop_broker(2)
+        stopped.append(2)
+        wait_until(lambda: eligible_state(cluster, 3, elect_topic) == (1, 0, [1], [], []), "the ISR is 1 alone")
+        for topic in (elect_topic, config_topic):
+            produce_records(bootstrap, topic, "1", lost)  # offsets 5-9, on broker 1 only
+        for consumer in (resetting, reporting):
+            assert consume(consumer, 5) == ([(5 + n, value, 0) for n, value in enumerate(lost)], [])
+        assert list_offsets(cluster, 1, elect_topic)["latest"] == (0, 10, 0)
+        assert java.next_line() == {"read": 10}
+
+        cluster.stop_broker(1)
+        stopped.append(1)
+        for topic in (elect_topic, config_topic):
+            wait_until(lambda t=topic: eligible_state(cluster, 3, t) == (-1, 1, [], [1], [1]),
+                       "leaderless, 1 the eligible and last known leader")
+        cluster.start_broker(2)
+        stopped.remove(2)
+        wait_until(lambda: eligible_state(cluster, 3, config_topic) == (2, 2, [2], [], []),
+                   "the returning 2 elected uncleanly (unclean.leader.election.enable)")
+        assert eligible_state(cluster, 3, elect_topic) == (-1, 1, [], [1], [1])  # 2 runs but is not eligible
+        assert elect(cluster, 3, 1, {elect_topic: [0]}) == {(elect_topic, 0): (0, None)}
+        wait_until(lambda: eligible_state(cluster, 3, elect_topic) == (2, 2, [2], [], []), "2 elected uncleanly")
+
+        for topic in (elect_topic, config_topic):
+            # the acks=1 records are gone: the log ends where 2's did, in a new epoch (2) starting there
+            assert list_offsets(cluster, 2, topic) == {
+                "earliest": (0, 0, 0), "latest": (0, 5, 2), "committed": (0, 5, 2)}
+            assert end_offsets_for_epochs(cluster, 2, topic, [0, 1, 2, 3]) == {
+                0: (0, 0, 5), 1: (0, 0, 5), 2: (0, 2, 5), 3: (0, -1, -1)}
+        # the Java consumer's LogTruncationException names where its log and the leader's diverge
+        assert java.next_line() == {"divergent_offset": 5, "divergent_epoch": 0}
+        # librdkafka reports the reset it may not do (auto.offset.reset=error), naming the truncation it detected
+        records, errors = consume(reporting, 1)
+        assert (records, [code for code, _ in errors]) == ([], [KafkaError._AUTO_OFFSET_RESET])
+        assert "Partition log truncation detected at offset 10 (leader epoch 0): broker end offset is 5 " \
+            "(offset leader epoch 0)" in errors[0][1]
+        after = ["after-0", "after-1"]
+        produce_records(bootstrap, elect_topic, "all", after)  # offsets 5 and 6 again
+        # back to the end offset of epoch 0, not to the earliest offset (auto.offset.reset)
+        assert consume(resetting, 2) == ([(5, "after-0", 2), (6, "after-1", 2)], [])
+
+        fresh = Consumer({**consumer_settings, "group.id": f"f-{suffix}", "isolation.level": "read_committed",
+                          "auto.offset.reset": "earliest"})
+        try:
+            fresh.assign([TopicPartition(elect_topic, 0, 0)])
+            assert consume(fresh, 7) == ([(n, value, 0) for n, value in enumerate(kept)] +
+                                         [(5 + n, value, 2) for n, value in enumerate(after)], [])
+            assert consume(fresh, 1, timeout_s=1.0) == ([], [])
+        finally:
+            fresh.close()
+    finally:
+        java.close()
+        resetting.close()
+        reporting.close()
+        for broker in sorted(stopped, reverse=True):
+            cluster.start_broker(broker)
+    for topic in (elect_topic, config_topic):  # 1 truncates to 2's log and follows it
+        wait_until(lambda t=topic: eligible_state(cluster, 3, t) == (2, 2, [1, 2], [], []), "1 back in the ISR")
