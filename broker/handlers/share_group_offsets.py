@@ -121,6 +121,9 @@ async def handle_alter(ctx: BrokerContext, event: RequestReceived, session: Sess
     assert share is not None
     topics = list(request.topics or ())
     readable = authorized_names(ctx, session, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in topics])
+    # the first request of a fresh cluster may be this one: create the topics its writes go to, as a heartbeat does
+    await share.group_store.ensure_topic()
+    await share.persister.ensure_ready()
     group = share.group_or_new(request.group_id)
     # Kafka records the altered partitions as initializing, initialises their state at the new start offsets,
     # then records them as initialized (ShareGroupStatePartitionMetadata)

@@ -16,6 +16,10 @@ from kafka.protocol.metadata import MetadataRequest
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import Record, build_batch, iter_batches
 from minikafka.protocol.schemas import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
     ShareFetchRequest,
@@ -360,3 +364,24 @@ def test_share_partitions_stay_initialised_when_members_leave_and_across_a_resta
     assert [None if r is None else (topics_of(r.initialized_topics), [t.topic_name for t in r.deleting_topics])
             for r in written[2:]] == [({}, ["q8"]), ({}, []), ({}, []), None]
     broker.start()
+
+
+def test_alter_share_group_offsets_as_a_fresh_brokers_first_share_request(broker: BrokerProcess) -> None:
+    """No share group has heartbeated yet, so `__share_group_state` does not exist: AlterShareGroupOffsets creates
+    it (it answered COORDINATOR_NOT_AVAILABLE forever when it came first)."""
+    with WireClient(broker.bootstrap) as client:
+        create_topic(client, "first-alter")
+        alter = AlterShareGroupOffsetsRequest[0]
+        topic = alter.AlterShareGroupOffsetsRequestTopic
+        altered = client.request_until_ready(alter(group_id="sg-first", topics=[topic(
+            topic_name="first-alter", partitions=[topic.AlterShareGroupOffsetsRequestPartition(
+                partition_index=0, start_offset=3)])]), AlterShareGroupOffsetsResponse[0])
+        assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [(0, 0)]
+        describe = DescribeShareGroupOffsetsRequest[0]
+        described = client.request(describe(groups=[describe.DescribeShareGroupOffsetsRequestGroup(
+            group_id="sg-first", topics=[describe.DescribeShareGroupOffsetsRequestGroup
+                                         .DescribeShareGroupOffsetsRequestTopic(topic_name="first-alter",
+                                                                                partitions=[0])])]),
+            DescribeShareGroupOffsetsResponse[0])
+        assert [(p.partition_index, p.start_offset) for g in described.groups for t in g.topics
+                for p in t.partitions] == [(0, 3)]
