@@ -42,7 +42,7 @@ def _share_consume(kafka: Any, topic: str, group: str, max_messages: int, *flags
 
 
 def _state_records(kafka: Any, topic: str = "__share_group_state") -> list[tuple[bytes, bytes | None]]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"reader-{uuid.uuid4()}",
                          "enable.auto.commit": False, "enable.partition.eof": True})
@@ -50,7 +50,9 @@ def _state_records(kafka: Any, topic: str = "__share_group_state") -> list[tuple
         metadata = consumer.list_topics(topic, timeout=30)
         partitions = sorted(metadata.topics[topic].partitions)
         assert partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        # from each log start: Kafka's share coordinator deletes the records before a partition's latest snapshot
+        # (share.coordinator.state.topic.prune.interval.ms), so offset 0 is gone on a broker up for a while
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         records: list[tuple[bytes, bytes | None]] = []
         at_end: set[int] = set()
         while len(at_end) < len(partitions):
