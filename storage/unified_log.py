@@ -258,8 +258,9 @@ class UnifiedLog:
                 # its header in one unpack (a patched bytearray's view unpacks each field on every read).
                 data = b"".join((_OFFSET_LENGTH_EPOCH.pack(first_offset, batch.batch_length, leader_epoch),
                                  batch.raw()[MAGIC_OFFSET:]))
-            self.active_segment.append(data, last_offset, max_timestamp, last_offset, now_ms=now_ms)
             appended = RecordBatch(data, 0)
+            self.active_segment.append(data, last_offset, max_timestamp, last_offset, now_ms=now_ms,
+                                       batches=(appended,))
             if appended.producer_id >= 0:
                 self.producer_state.update(appended)
             self._log_end_offset = last_offset + 1

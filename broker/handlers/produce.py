@@ -100,7 +100,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                         raise NotEnoughReplicasError(
                             f"The size of the current ISR {state.isr} is insufficient to satisfy the min.isr "
                             f"requirement of {partition_log.config.min_insync_replicas} for partition {name}-{index}")
-                    info = replica_manager.append(name, index, records)
+                    info = replica_manager.append(name, index, records, partition_log)
                 except KafkaError as error:
                     result = PartitionProduceResponse(
                         index, error.error_code, log_start_offset=replica_manager.log_start_offset(name, index),
