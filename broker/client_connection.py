@@ -35,6 +35,9 @@ class ClientConnection(asyncio.Protocol):
         self.max_buffered_bytes = max_buffered_bytes
         self.requests = ServerConnection()
         self.transport: asyncio.Transport | None = None
+        #: the loop the transport runs on, kept from `connection_made`: Python 3.11's asyncio.get_running_loop()
+        #: makes a getpid() system call each time, and a produce request would ask twice
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
         self._data_waiter: asyncio.Future[None] | None = None
         self._drain_waiter: asyncio.Future[None] | None = None
@@ -47,7 +50,7 @@ class ClientConnection(asyncio.Protocol):
     # --- asyncio.Protocol -------------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._lost = loop.create_future()
         self.task = loop.create_task(self._on_connected(self))
 
@@ -100,7 +103,7 @@ class ClientConnection(asyncio.Protocol):
             if self._lost_error is not None:
                 raise self._lost_error
             return
-        self._data_waiter = asyncio.get_running_loop().create_future()
+        self._data_waiter = self._running_loop().create_future()
         try:
             await self._data_waiter
         finally:
@@ -110,7 +113,7 @@ class ClientConnection(asyncio.Protocol):
         """Queue one response frame, written with the others queued before the event loop's next iteration."""
         queued = self._queued_buffers
         if not queued:
-            asyncio.get_running_loop().call_soon(self.write_queued)
+            self._running_loop().call_soon(self.write_queued)
         if isinstance(frame, BufferedFrame):
             queued.extend(frame.buffers)
         else:
@@ -135,7 +138,7 @@ class ClientConnection(asyncio.Protocol):
             raise ConnectionResetError("Connection lost")
         if not self._writing_paused:
             return
-        self._drain_waiter = asyncio.get_running_loop().create_future()
+        self._drain_waiter = self._running_loop().create_future()
         try:
             await self._drain_waiter
         finally:
@@ -153,6 +156,9 @@ class ClientConnection(asyncio.Protocol):
     async def wait_closed(self) -> None:
         if self._lost is not None:
             await self._lost
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop if self._loop is not None else asyncio.get_running_loop()
 
     def _wake_reader(self) -> None:
         if self._data_waiter is not None and not self._data_waiter.done():

@@ -365,7 +365,7 @@ class SocketServer:
         reserved_bytes = 0  # pool reservation of the frame being read
         try:
             while not self._stopping:
-                if not reserved_bytes:
+                if not reserved_bytes and self.memory_pool.bounded:
                     reserved_bytes = await self._reserve(conn)
                 while True:
                     event = connection.next_event()
@@ -394,8 +394,11 @@ class SocketServer:
                         reserved_bytes = 0
                     if self._stopping:
                         break
-                    await self._wait_unmuted(conn, client)
-                    reserved_bytes = await self._reserve(conn)
+                    # both checked here first: each is a coroutine to create and await per request otherwise
+                    if client.muted_until_s > time.monotonic():
+                        await self._wait_unmuted(conn, client)
+                    if self.memory_pool.bounded:
+                        reserved_bytes = await self._reserve(conn)
                 await conn.drain()
                 client.last_io_s = time.monotonic()
                 await conn.wait_for_data()

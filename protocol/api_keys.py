@@ -150,14 +150,20 @@ ADVERTISED_ONLY: dict[ApiKey, tuple[int, int]] = {
 }
 
 
+def _accepted_versions() -> frozenset[tuple[int, int]]:
+    """Every (api key, version) in SUPPORTED_VERSIONS and not in ADVERTISED_ONLY."""
+    accepted: set[tuple[int, int]] = set()
+    for key, (low, high) in SUPPORTED_VERSIONS.items():
+        refused = ADVERTISED_ONLY.get(key)
+        accepted.update((int(key), version) for version in range(low, high + 1)
+                        if refused is None or not refused[0] <= version <= refused[1])
+    return frozenset(accepted)
+
+
+#: `is_accepted`'s answers, computed once: every request asks (an ApiKey hashes as its int value)
+_ACCEPTED_VERSIONS = _accepted_versions()
+
+
 def is_accepted(api_key: int, api_version: int) -> bool:
     """True when a request with this key and version is decoded and served."""
-    try:
-        key = ApiKey(api_key)
-    except ValueError:
-        return False
-    supported = SUPPORTED_VERSIONS.get(key)
-    if supported is None or not supported[0] <= api_version <= supported[1]:
-        return False
-    refused = ADVERTISED_ONLY.get(key)
-    return refused is None or not refused[0] <= api_version <= refused[1]
+    return (api_key, api_version) in _ACCEPTED_VERSIONS

@@ -8,9 +8,10 @@ imported at its first request. Thread-safe.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
@@ -90,6 +91,7 @@ _CLASS_NAMES: dict[ApiKey, tuple[str, str]] = {
     ApiKey.ELECT_LEADERS: ("minikafka.protocol.schemas", "ElectLeaders"),
 }
 _GENERIC_ENCODE_HEADER = ApiMessage.encode_header
+_GENERIC_DECODE = ApiMessage.decode.__func__
 _FRAME_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id
 _FRAME_HEADER_V1 = struct.Struct(">iiB")  # frame size, correlation id, no tagged fields
 
@@ -121,15 +123,37 @@ REQUEST_CLASSES: Mapping[ApiKey, Any] = _MessageClasses("Request")
 RESPONSE_CLASSES: Mapping[ApiKey, Any] = _MessageClasses("Response")
 
 
+@functools.cache  # asked once per request; the answer for a (key, version) never changes
 def is_flexible(api_key: ApiKey, api_version: int) -> bool:
     """True when this API version uses the flexible encoding (request header v2, response header v1)."""
     return bool(REQUEST_CLASSES[api_key].flexible_version_q(api_version))
 
 
+#: (api key, version) -> kafka-python's compiled decoder of that request body, `f(body, position) -> (request,
+#: position)`: what `ApiMessage.decode` calls after resolving the class, the version's flags and the cache key,
+#: which cost as much again as decoding a one-partition Produce request (kafka-python is pinned by constraints.txt)
+_DECODERS: dict[tuple[ApiKey, int], Callable[[memoryview, int], tuple[Any, int]]] = {}
+
+
+def _decoder(api_key: ApiKey, api_version: int) -> Callable[[memoryview, int], tuple[Any, int]]:
+    cls = REQUEST_CLASSES[api_key]
+    compile_decoder = getattr(getattr(cls, "_struct", None), "compiled_decode_from", None)
+    if (getattr(cls.decode, "__func__", None) is not _GENERIC_DECODE or compile_decoder is None
+            or not 0 <= api_version <= cls.max_version):
+        return lambda body, _position: (cls.decode(body, version=api_version), len(body))  # as it decodes itself
+    flexible = bool(cls.flexible_version_q(api_version))
+    decoder: Callable[[memoryview, int], tuple[Any, int]] = compile_decoder(
+        api_version, compact=flexible, tagged=flexible, data_class=cls)
+    return decoder
+
+
 def decode_request(api_key: ApiKey, api_version: int, body: memoryview) -> Any:
     """Decode a request body (the bytes after the request header). Raises ProtocolError on bad bytes."""
     try:
-        return REQUEST_CLASSES[api_key].decode(body, version=api_version)
+        decoder = _DECODERS.get((api_key, api_version))
+        if decoder is None:
+            decoder = _DECODERS[(api_key, api_version)] = _decoder(api_key, api_version)
+        return decoder(body, 0)[0]
     except ProtocolError:
         raise
     except Exception as exc:  # the generated decoders raise assorted errors on truncated/garbage input

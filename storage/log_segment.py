@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from minikafka.protocol.errors import CorruptMessageError
-from minikafka.protocol.records import LOG_OVERHEAD, TimestampType, iter_batches
+from minikafka.protocol.records import LOG_OVERHEAD, RecordBatch, TimestampType, iter_batches
 from minikafka.protocol.records.batch_header import LENGTH_OFFSET
 from minikafka.protocol.records.batch_header import last_offset as _last_offset
 from minikafka.storage.file_records import FileRecords
@@ -45,9 +46,9 @@ class SegmentInconsistentError(OSError):
     must go offline (a disk that cannot even shrink a file is broken, not full)."""
 
 
-@dataclass(frozen=True)
-class _AppendState:
-    """What `LogSegment.append` changes, captured before it so that a failed append can be undone."""
+class _AppendState(NamedTuple):
+    """What `LogSegment.append` changes, captured before it so that a failed append can be undone (a NamedTuple:
+    one is made per append, and a frozen dataclass's field-by-field set-up cost a microsecond)."""
 
     log_size_bytes: int
     offset_index_entries: int
@@ -187,8 +188,10 @@ class LogSegment:
         shallow_offset_of_max_ts: int,
         *,
         now_ms: int | None = None,
+        batches: Sequence[RecordBatch] | None = None,
     ) -> None:
         """Append whole batches (already offset-assigned); index entries per batch as Kafka writes them.
+        `batches`: the views of `records`' batches, when the caller has made them already.
 
         All or nothing: when a write fails (a full disk), the log, both indexes and the in-memory state are put
         back as they were before the call and the OSError propagates, so the next append can simply retry."""
@@ -197,7 +200,7 @@ class LogSegment:
         before = self._append_state()
         try:
             start_position = self.log.append(records)
-            for batch in iter_batches(memoryview(records)):
+            for batch in iter_batches(memoryview(records)) if batches is None else batches:
                 if self.rolling_based_timestamp is None:
                     self.rolling_based_timestamp = batch.max_timestamp
                     if self.first_append_time_ms is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from minikafka.protocol.records import (
     set_max_timestamp_and_type,
     set_partition_leader_epoch,
 )
+from minikafka.protocol.records.batch_header import MAGIC_OFFSET
 from minikafka.storage import local_log
 from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.clock import Clock, SystemClock
@@ -48,6 +50,8 @@ from minikafka.storage.producer_state import ProducerStateEntry, ProducerStateMa
 from minikafka.storage.transaction_index import AbortedTransaction
 
 logger = logging.getLogger(__name__)
+#: a batch header's base offset, batch length and partition leader epoch: the bytes before the magic, not CRC-covered
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -110,7 +114,10 @@ class UnifiedLog:
         if topic is None or partition is None:
             topic, partition = parse_topic_partition(self.dir)
         self.topic, self.partition = topic, partition
+        self._topic_partition = f"{topic}-{partition}"
         self.config = config
+        #: the LogValidator of `config`: rebuilt by the first append after `config` is replaced (update_config)
+        self._validator = LogValidator(self._topic_partition, config)
         self.clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -134,7 +141,7 @@ class UnifiedLog:
 
     @property
     def topic_partition(self) -> str:
-        return f"{self.topic}-{self.partition}"
+        return self._topic_partition
 
     # ------------------------------------------------------------------ offsets
     @property
@@ -221,8 +228,11 @@ class UnifiedLog:
         config = self.config
         # Validation (decompressing, checking keys, recompressing into the topic's codec) needs only the batch and
         # the config: it runs before the lock, which the cleaner's swap and the flusher also take.
-        batch = LogValidator(self.topic_partition, config).validate(records, now_ms)
-        with self._lock, storage_errors(self.topic_partition, self):
+        validator = self._validator
+        if validator.config is not config:  # the config was replaced since the last append
+            validator = self._validator = LogValidator(self._topic_partition, config)
+        batch = validator.validate(records, now_ms)
+        with self._lock, storage_errors(self._topic_partition, self):
             self._check_online()
             if batch.producer_id >= 0:
                 duplicate = self.producer_state.check_append(batch, self._log_end_offset)
@@ -231,22 +241,31 @@ class UnifiedLog:
                                          batch.records_count, duplicate=True)
             first_offset = self._log_end_offset
             last_offset = first_offset + batch.last_offset_delta
-            max_timestamp = now_ms if config.log_append_time else batch.max_timestamp
+            log_append_time = config.log_append_time
+            max_timestamp = now_ms if log_append_time else batch.max_timestamp
             if self.space_guard is not None:
                 self.space_guard.admit(batch.size_bytes)
             self._maybe_roll(batch.size_bytes, max_timestamp, last_offset, now_ms)
-            buffer = bytearray(batch.raw())
-            set_base_offset(buffer, 0, first_offset)
-            set_partition_leader_epoch(buffer, 0, leader_epoch)
-            if config.log_append_time:
-                set_max_timestamp_and_type(buffer, 0, now_ms, TimestampType.LOG_APPEND_TIME)
-            self.active_segment.append(buffer, last_offset, max_timestamp, last_offset, now_ms=now_ms)
-            appended = RecordBatch(buffer, 0)
+            data: bytes | bytearray
+            if log_append_time:  # the max timestamp is CRC-covered: patch a copy and compute the CRC again
+                data = bytearray(batch.raw())
+                set_base_offset(data, 0, first_offset)
+                set_partition_leader_epoch(data, 0, leader_epoch)
+                set_max_timestamp_and_type(data, 0, now_ms, TimestampType.LOG_APPEND_TIME)
+            else:
+                # Base offset, length and leader epoch (the first 16 bytes) are outside the CRC: the stored batch is
+                # the new prefix and the client's bytes after it, as immutable bytes, whose batch view below reads
+                # its header in one unpack (a patched bytearray's view unpacks each field on every read).
+                data = b"".join((_OFFSET_LENGTH_EPOCH.pack(first_offset, batch.batch_length, leader_epoch),
+                                 batch.raw()[MAGIC_OFFSET:]))
+            appended = RecordBatch(data, 0)
+            self.active_segment.append(data, last_offset, max_timestamp, last_offset, now_ms=now_ms,
+                                       batches=(appended,))
             if appended.producer_id >= 0:
                 self.producer_state.update(appended)
             self._log_end_offset = last_offset + 1
             self.unflushed_messages += batch.records_count
-            return LogAppendInfo(first_offset, last_offset, now_ms if config.log_append_time else -1,
+            return LogAppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
                                  self.log_start_offset, batch.records_count)
 
     def append_transaction_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,

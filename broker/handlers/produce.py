@@ -95,12 +95,12 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
             else:
                 try:
                     state = ctx.partitions.require_leader(name, index, ctx.node_id)
-                    if acks == -1 and len(state.isr) < replica_manager.log_for(name, index).config.min_insync_replicas:
+                    partition_log = replica_manager.log_for(name, index) if acks == -1 else None
+                    if partition_log is not None and len(state.isr) < partition_log.config.min_insync_replicas:
                         raise NotEnoughReplicasError(
                             f"The size of the current ISR {state.isr} is insufficient to satisfy the min.isr "
-                            f"requirement of {replica_manager.log_for(name, index).config.min_insync_replicas} "
-                            f"for partition {name}-{index}")
-                    info = replica_manager.append(name, index, records)
+                            f"requirement of {partition_log.config.min_insync_replicas} for partition {name}-{index}")
+                    info = replica_manager.append(name, index, records, partition_log)
                 except KafkaError as error:
                     result = PartitionProduceResponse(
                         index, error.error_code, log_start_offset=replica_manager.log_start_offset(name, index),
@@ -113,7 +113,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 else:
                     result = PartitionProduceResponse(index, ErrorCode.NONE, info.first_offset,
                                                       info.log_append_time_ms, info.log_start_offset)
-                    if acks == -1 and replica_manager.log_for(name, index).high_watermark <= info.last_offset:
+                    if partition_log is not None and partition_log.high_watermark <= info.last_offset:  # acks=all
                         waiting.append((partitions, len(partitions), name, index, info.last_offset + 1,
                                         state.leader_epoch))
             failed = failed or result.error_code != ErrorCode.NONE

@@ -16,6 +16,7 @@ from minikafka.protocol.errors import (
 )
 from minikafka.protocol.records import CompressionType, RecordBatch, TimestampType, iter_batches
 from minikafka.storage.clock import FakeClock
+from minikafka.storage.log_config import LogConfig
 from tests.storage.conftest import T0, LogFactory, batch
 
 
@@ -96,6 +97,36 @@ def test_size_limits(make_log: LogFactory) -> None:
     log = make_log({"segment.bytes": "100"})
     with pytest.raises(RecordListTooLargeError):
         log.append_as_leader(batch(b"x" * 200))
+
+
+def test_each_append_validates_with_the_config_of_that_moment(make_log: LogFactory) -> None:
+    """The log keeps one LogValidator per config: an update_config (AlterConfigs) is seen by the next append."""
+    log = make_log()
+    log.append_as_leader(batch(b"x" * 200))
+    log.update_config(LogConfig.from_props({"max.message.bytes": "100"}))
+    with pytest.raises(MessageTooLargeError):
+        log.append_as_leader(batch(b"x" * 200))
+    log.update_config(LogConfig.from_props({"cleanup.policy": "compact"}))
+    log.append_as_leader(batch(b"x" * 200))
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(batch(b"a", keys=[None]))
+    log.config = LogConfig.from_props({})  # replaced without update_config: still seen
+    log.append_as_leader(batch(b"a", keys=[None]))
+    assert log.log_end_offset == 3
+
+
+def test_stored_batch_is_the_clients_bytes_after_the_new_offset_length_and_epoch(make_log: LogFactory) -> None:
+    """A CreateTime append writes the client's batch unchanged past its first 16 bytes (base offset, length and
+    leader epoch, outside the CRC), whatever buffer type the request handed over."""
+    log = make_log()
+    sent = batch(b"a", b"b", producer_id=7, producer_epoch=0, base_sequence=0)
+    log.append_as_leader(batch(b"z"))
+    log.append_as_leader(memoryview(sent), leader_epoch=3)
+    stored = bytes(log.read(1, 1 << 20).records)
+    assert stored[16:] == sent[16:]
+    assert struct.unpack_from(">qii", stored) == (1, len(sent) - 12, 3)
+    assert RecordBatch(stored, 0).is_valid()
+    assert log.producer_state.producers[7].last_sequence == 1
 
 
 def test_compacted_topic_rejects_keyless_records_and_appends_nothing(make_log: LogFactory) -> None:
