@@ -380,7 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be >= 1")
     if args.rounds > 1 and args.latency_only:
         parser.error("--rounds N > 1 repeats the throughput cases; --latency-only runs none")
-    command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in (argv or sys.argv[1:]))
+    given = list(argv or sys.argv[1:])
+    # the baseline's path is this machine's: the records name it BASE/src (the notes give its commit)
+    given = ["BASE/src" if before == "--baseline-src" else
+             "--baseline-src=BASE/src" if arg.startswith("--baseline-src=") else arg
+             for before, arg in zip(["", *given], given, strict=True)]
+    command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in given)
     cases = [] if args.latency_only else matrix(args.quick, args.scale, tuple(args.compression.split(",")))
     lib_dir = ensure_kafka_jars()
     results: Results = {}

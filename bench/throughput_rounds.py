@@ -13,6 +13,7 @@ after the last round. Imported by bench.throughput's main() only when needed, si
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -61,6 +62,13 @@ def _start(stack: ExitStack, name: str, work: Path, lib_dir: Path, notes: list[s
     return RunningBroker(name, pid, {"PLAINTEXT": bootstrap})
 
 
+def checkout_label(src: Path) -> str:
+    """The baseline checkout named by its commit: the records keep this, not a path that means nothing elsewhere."""
+    done = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          timeout=30)
+    return f"a checkout of {done.stdout.strip()}" if done.returncode == 0 else "a checkout outside git"
+
+
 def measure_rounds(work: Path, lib_dir: Path, cases: list[Case], args: argparse.Namespace,
                    latencies: dict[str, LatencyResult], notes: list[str]) -> RoundResults:
     """Start the brokers (both, or the one of `--only`), warm them up, run `args.rounds` rounds of `cases`, then
@@ -70,7 +78,7 @@ def measure_rounds(work: Path, lib_dir: Path, cases: list[Case], args: argparse.
         names = [name for name in BROKERS if args.only in (None, name)]
         if getattr(args, "baseline_src", None) is not None:
             names.append(BASELINE)
-            notes.append(f"broker {BASELINE}: minikafka from {args.baseline_src}")
+            notes.append(f"broker {BASELINE}: minikafka from BASE/src, {checkout_label(args.baseline_src)}")
         started = [_start(stack, name, work, lib_dir, notes, getattr(args, "baseline_src", None)) for name in names]
         brokers = [broker for broker in started if broker is not None]
         for broker in brokers:
