@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     # the baseline's path is this machine's: the records name it BASE/src (the notes give its commit)
     given = ["BASE/src" if before == "--baseline-src" else
              "--baseline-src=BASE/src" if arg.startswith("--baseline-src=") else arg
-             for before, arg in zip(["", *given], given, strict=True)]
+             for before, arg in zip(["", *given][:len(given)], given, strict=True)]
     command = "python -m bench.throughput " + " ".join(shlex.quote(arg) for arg in given)
     cases = [] if args.latency_only else matrix(args.quick, args.scale, tuple(args.compression.split(",")))
     lib_dir = ensure_kafka_jars()
