@@ -1,13 +1,15 @@
 """`bind_admin_port`: the metrics/admin HTTP port's listening sockets, bound before the Kafka listener.
 
 The broker binds and listens on `minikafka.metrics.port` while it starts (a port in use still stops it with one
-line) but imports and starts the HTTP server (aiohttp, the console) only after the Kafka listener serves: a client
-that connects to the admin port in between waits in the listen backlog instead of being refused. Event-loop thread
-(or any thread before the loop starts): it only creates sockets.
+line) but imports and starts the HTTP server (aiohttp, the console) only once a client connects to that port
+(`first_connection`): that client waits in the listen backlog meanwhile instead of being refused, and a broker
+whose admin port nobody uses (most test fixtures) never pays for aiohttp. `bind_admin_port`: any thread (it only
+creates sockets); `first_connection`: the event-loop thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 #: the listen backlog asyncio's create_server uses
@@ -38,3 +40,22 @@ def bind_admin_port(host: str, port: int) -> list[socket.socket]:
             sock.close()
         raise
     return sockets
+
+
+async def first_connection(sockets: list[socket.socket]) -> None:
+    """Return once a client waits to be accepted on any of `sockets` (the connection itself stays in the backlog
+    for the server that accepts it next)."""
+    loop = asyncio.get_running_loop()
+    connected: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not connected.done():
+            connected.set_result(None)
+
+    for sock in sockets:
+        loop.add_reader(sock.fileno(), ready)
+    try:
+        await connected
+    finally:
+        for sock in sockets:
+            loop.remove_reader(sock.fileno())

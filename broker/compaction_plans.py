@@ -56,7 +56,7 @@ class CompactionPlanUploads:
         self.log_cleaner = log_cleaner
 
     def clear(self) -> None:
-        """Remove plans left by a broker that stopped mid-request (startup, before the admin port listens)."""
+        """Remove plans left by a broker that stopped mid-request (when the admin server starts, before it serves)."""
         shutil.rmtree(self.directory, ignore_errors=True)
 
     async def compact_exact(self, topic: str, partition: int | None, body: RequestBody, *, wait: bool,

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from minikafka.broker.admin_manager import AdminManager
-from minikafka.broker.admin_port import bind_admin_port
+from minikafka.broker.admin_port import bind_admin_port, first_connection
 from minikafka.broker.admin_workers import admin_thread, wait_for_event
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
@@ -181,7 +181,7 @@ class KafkaServer:
             coordinators=self.coordinators,
         )
         # The HTTP port is bound and listening before the Kafka listeners (a client that got a Metadata answer can
-        # connect to it and scrape); its server starts right after them (_serve_admin_http).
+        # connect to it and scrape); its server starts at the first connection (_serve_admin_http).
         metrics_host = str(self.config["minikafka.metrics.host"])
         metrics_port = int(self.config["minikafka.metrics.port"])
         admin_sockets: list[socket.socket] = []
@@ -235,10 +235,12 @@ class KafkaServer:
 
     async def _serve_admin_http(self, host: str, sockets: list[socket.socket],
                                 authorizer: StandardAuthorizer | None) -> None:
-        """Start the metrics/admin/console HTTP server on the sockets bound at start-up. Its modules (aiohttp, the
-        console: a third of the broker's import time) are imported in a worker thread while the event loop
-        already answers Kafka requests (bench/startup.py). A failure here leaves the Kafka listeners serving."""
+        """Start the metrics/admin/console HTTP server on the sockets bound at start-up, once a client connects to
+        them. Its modules (aiohttp, the console: more CPU than the rest of the start) are imported then, in a worker
+        thread while the event loop goes on answering Kafka requests (bench/startup.py). A failure here leaves the
+        Kafka listeners serving."""
         try:
+            await first_connection(sockets)
             await asyncio.to_thread(_import_admin_http_modules)
             from minikafka.broker.admin_auth import AdminAuthenticator
             from minikafka.broker.admin_http import AdminHttpServer

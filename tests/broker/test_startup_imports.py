@@ -176,3 +176,25 @@ def test_every_handler_the_dispatcher_imports_at_first_request_exists() -> None:
         module, _, function = name.partition(".")
         handler = getattr(importlib.import_module(f"minikafka.broker.handlers.{module}"), function or "handle")
         assert inspect.iscoroutinefunction(handler), (api_key, name)
+
+
+def _aiohttp_loaded(pid: int) -> bool:
+    """Whether the process has mapped aiohttp's compiled HTTP parser (its import loads it)."""
+    return "/aiohttp/_http_parser" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_admin_http_server_is_imported_and_started_at_its_first_connection(tmp_path: Path) -> None:
+    """A broker whose admin port nobody uses never imports aiohttp; the first client of that port is answered."""
+    from urllib.request import urlopen
+
+    from minikafka.testing import MiniKafka
+
+    with MiniKafka(data_dir=tmp_path) as kafka:
+        assert kafka.pid is not None
+        assert metadata_broker_count(LOOPBACK, kafka.port) == 1
+        time.sleep(0.5)  # the old code had imported aiohttp in a thread by now
+        assert not _aiohttp_loaded(kafka.pid)
+        with urlopen(kafka.metrics_url, timeout=60) as response:
+            assert response.status == 200
+            assert b"kafka_server_" in response.read()
+        assert _aiohttp_loaded(kafka.pid)
