@@ -7,21 +7,25 @@ read it from the event-loop thread.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from minikafka.broker.admin_manager import AdminManager
 from minikafka.broker.cluster import Cluster
 from minikafka.broker.config import KafkaConfig
 from minikafka.broker.coordinator_routing import CoordinatorRouting
 from minikafka.broker.fetch_manager import FetchManager
-from minikafka.broker.groups.group_coordinator import GroupCoordinator
+from minikafka.broker.lazy_coordinators import LazyCoordinators
 from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
-from minikafka.broker.share.share_coordinator import ShareCoordinator
-from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 from minikafka.storage.producer_id_manager import ProducerIdManager
+
+if TYPE_CHECKING:
+    from minikafka.broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.share.share_coordinator import ShareCoordinator
+    from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 
 
 @dataclass(frozen=True)
@@ -36,11 +40,9 @@ class BrokerContext:
     replica_manager: ReplicaManager
     admin: AdminManager
     producer_ids: ProducerIdManager
-    group_coordinator: GroupCoordinator
-    txn_coordinator: TransactionCoordinator
+    #: the group, share-group and transaction coordinators (shared), built at the first request that needs one
+    lazy_coordinators: LazyCoordinators
     fetch_manager: FetchManager
-    #: Share groups (KIP-932): membership, share partitions, share sessions; None in handler-level tests.
-    share_coordinator: ShareCoordinator | None = None
     #: The ACL authorizer (`authorizer.class.name`); None: authorization is off, every request is allowed.
     authorizer: StandardAuthorizer | None = None
     #: SCRAM credentials (AlterUserScramCredentials, SCRAM authentication); in memory unless loaded from a log dir.
@@ -54,6 +56,19 @@ class BrokerContext:
     def authorizer_for(config: KafkaConfig) -> StandardAuthorizer | None:
         """The authorizer `config` asks for, its ACLs loaded from the log dir (InvalidConfigError if unknown)."""
         return authorizer_from_props(config.props, config.log_dir)
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        return self.lazy_coordinators.get().group
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator:
+        return self.lazy_coordinators.get().txn
+
+    @property
+    def share_coordinator(self) -> ShareCoordinator | None:
+        """Share groups (KIP-932): membership, share partitions, share sessions."""
+        return self.lazy_coordinators.get().share
 
     @property
     def node_id(self) -> int:

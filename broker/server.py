@@ -16,7 +16,7 @@ import functools
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from minikafka.broker.admin_manager import AdminManager
@@ -32,9 +32,7 @@ from minikafka.broker.faults.fault_state import FaultState
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.fetch_session_cache import FetchSessionCache
 from minikafka.broker.follower_states import FollowerStates
-from minikafka.broker.groups.group_coordinator import GroupCoordinator
-from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
-from minikafka.broker.groups.scheduler import LoopScheduler
+from minikafka.broker.lazy_coordinators import COORDINATOR_TOPICS, CoordinatorSet, LazyCoordinators
 from minikafka.broker.metrics import BrokerMetrics
 from minikafka.broker.network import Listener, RequestDispatcher, SocketServer
 from minikafka.broker.partition_states import PartitionStates
@@ -43,13 +41,7 @@ from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.broker.security.ssl_factory import create_server_context
-from minikafka.broker.share.share_coordinator import ShareCoordinator
-from minikafka.broker.share.share_metrics import ShareGroupCollector
 from minikafka.broker.startup_error import bind_error
-from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
-from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
-from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
-from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from minikafka.storage.clock import Clock, SystemClock
@@ -59,7 +51,12 @@ if TYPE_CHECKING:
     from minikafka.broker.admin_http import AdminHttpServer, RequestBody
     from minikafka.broker.cluster_reader import ClusterReader
     from minikafka.broker.compaction_plans import CompactionPlanUploads
+    from minikafka.broker.groups.group_coordinator import GroupCoordinator
     from minikafka.broker.security.authorizer import StandardAuthorizer
+    from minikafka.broker.session import Session
+    from minikafka.broker.share.share_coordinator import ShareCoordinator
+    from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
+    from minikafka.storage.producer_id_manager import ProducerIdManager
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +99,7 @@ class KafkaServer:
         self._admin_http_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._running_actions: set[asyncio.Future[None]] = set()  # periodic actions in progress (threads included)
-        self.group_coordinator: GroupCoordinator | None = None
-        self.txn_coordinator: TransactionCoordinator | None = None
-        self.share_coordinator: ShareCoordinator | None = None
+        self._coordinators: LazyCoordinators | None = None  # set once the partition states are loaded
         self.coordinators: CoordinatorRouting | None = None  # set once the partition states are loaded
         #: wire-level faults a test sets over the admin port (broker/faults); runtime only
         self.faults = FaultState(config.broker_ids)
@@ -137,31 +132,9 @@ class KafkaServer:
             self.replica_manager.log_for(topic, 0).config.unclean_leader_election_enable)
         admin = AdminManager(self.log_manager, self.config, dynamic_config=self.dynamic_config,
                              log_cleaner=self.log_cleaner)
-        self.group_coordinator = GroupCoordinator.for_broker(
-            self.config.props, self.replica_manager, admin, self.clock
-        )
-        self.share_coordinator = ShareCoordinator.for_broker(
-            self.config.props, self.group_coordinator.manager, self.group_coordinator.status, self.replica_manager,
-            admin, self.clock)
         admin.partition_states = self.partition_states
-        self.metrics.register_loop_owned(ShareGroupCollector(self.share_coordinator))
         producer_ids = self.log_manager.producer_ids()
-
-        async def allocate_producer_id() -> int:
-            return await asyncio.to_thread(producer_ids.next_producer_id)
-
-        self.txn_coordinator = TransactionCoordinator(
-            self.config.transactions,
-            TransactionStateManager(
-                self.config.transactions,
-                ReplicaOffsetsTopic(self.replica_manager, admin, TRANSACTION_STATE_TOPIC),
-                self.clock,
-            ),
-            ReplicaTxnMarkerWriter(self.replica_manager, self.group_coordinator),
-            allocate_producer_id,
-            LoopScheduler(),
-            self.clock,
-        )
+        self._coordinators = LazyCoordinators(functools.partial(self._build_coordinators, admin, producer_ids))
         authorizer = BrokerContext.authorizer_for(self.config)
         ctx = BrokerContext(
             config=self.config,
@@ -171,9 +144,7 @@ class KafkaServer:
             replica_manager=self.replica_manager,
             admin=admin,
             producer_ids=producer_ids,
-            group_coordinator=self.group_coordinator,
-            share_coordinator=self.share_coordinator,
-            txn_coordinator=self.txn_coordinator,
+            lazy_coordinators=self._coordinators,
             fetch_manager=self.fetch_manager,
             authorizer=authorizer,
             scram_credentials=self.scram_credentials,
@@ -202,7 +173,8 @@ class KafkaServer:
         if admin_sockets:
             self._admin_http_task = asyncio.create_task(
                 self._serve_admin_http(metrics_host, admin_sockets, authorizer), name="minikafka-admin-http")
-        self._tasks.append(asyncio.create_task(self._load_coordinators(), name="minikafka-coordinator-load"))
+        if any(self.log_manager.topic(topic) is not None for topic in COORDINATOR_TOPICS):
+            self._coordinators.get()  # their state is loaded whether or not a client asks (LazyCoordinators)
         self._schedule("roll", int(self.config["minikafka.log.roll.check.interval.ms"]), self._roll_due_segments)
         self._schedule("retention", int(self.config["log.retention.check.interval.ms"]), self._enforce_retention)
         self._schedule(
@@ -232,6 +204,60 @@ class KafkaServer:
                 for ep in node.config.listeners) for node in self.cluster.nodes.values()),
             f"{http}/" if http else "disabled", f"{http}/metrics" if http else "disabled", self.config.log_dir,
         )
+
+    def _build_coordinators(self, admin: AdminManager, producer_ids: ProducerIdManager) -> CoordinatorSet:
+        """Build the group, share-group and transaction coordinators and start loading their state (the first
+        use of `LazyCoordinators`)."""
+        from minikafka.broker.groups.group_coordinator import GroupCoordinator
+        from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
+        from minikafka.broker.groups.scheduler import LoopScheduler
+        from minikafka.broker.share.share_coordinator import ShareCoordinator
+        from minikafka.broker.share.share_metrics import ShareGroupCollector
+        from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
+        from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
+        from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
+        from minikafka.broker.transactions.transaction_state_manager import TransactionStateManager
+
+        group_coordinator = GroupCoordinator.for_broker(self.config.props, self.replica_manager, admin, self.clock)
+        share_coordinator = ShareCoordinator.for_broker(
+            self.config.props, group_coordinator.manager, group_coordinator.status, self.replica_manager,
+            admin, self.clock)
+        self.metrics.register_loop_owned(ShareGroupCollector(share_coordinator))
+
+        async def allocate_producer_id() -> int:
+            return await asyncio.to_thread(producer_ids.next_producer_id)
+
+        txn_coordinator = TransactionCoordinator(
+            self.config.transactions,
+            TransactionStateManager(
+                self.config.transactions,
+                ReplicaOffsetsTopic(self.replica_manager, admin, TRANSACTION_STATE_TOPIC),
+                self.clock,
+            ),
+            ReplicaTxnMarkerWriter(self.replica_manager, group_coordinator),
+            allocate_producer_id,
+            LoopScheduler(),
+            self.clock,
+        )
+        coordinators = CoordinatorSet(group_coordinator, share_coordinator, txn_coordinator)
+        self._tasks.append(asyncio.create_task(self._load_coordinators(coordinators),
+                                               name="minikafka-coordinator-load"))
+        return coordinators
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator | None:
+        built = self._coordinators.built if self._coordinators is not None else None
+        return built.group if built is not None else None
+
+    @property
+    def share_coordinator(self) -> ShareCoordinator | None:
+        built = self._coordinators.built if self._coordinators is not None else None
+        return built.share if built is not None else None
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator | None:
+        built = self._coordinators.built if self._coordinators is not None else None
+        return built.txn if built is not None else None
 
     async def _serve_admin_http(self, host: str, sockets: list[socket.socket],
                                 authorizer: StandardAuthorizer | None) -> None:
@@ -268,8 +294,10 @@ class KafkaServer:
             FaultRoutes(self.faults, ClusterFaults(self.cluster, self.partition_states, self.stop_broker,
                                                    self.start_broker, self.follower_states),
                         CoordinatorFaults(self.coordinators)).register(admin_http.routes)
-            Console(self.log_manager, self.log_cleaner, self.clock, self.group_coordinator,
-                    self.share_coordinator, self.faults, self._cluster_reader().read_model).register(admin_http)
+            assert self._coordinators is not None
+            coordinators = self._coordinators.get()  # the console shows groups: built with the console
+            Console(self.log_manager, self.log_cleaner, self.clock, coordinators.group,
+                    coordinators.share, self.faults, self._cluster_reader().read_model).register(admin_http)
             await admin_http.start(sockets)
             self.admin_http = admin_http
         except asyncio.CancelledError:  # shut down before it served
@@ -285,48 +313,53 @@ class KafkaServer:
         from minikafka.broker.cluster_reader import ClusterReader
 
         assert self.coordinators is not None
-        groups, transactions = self.group_coordinator, self.txn_coordinator
-        return ClusterReader(self.cluster, self.partition_states, self.coordinators,
-                             lambda: groups.manager.groups if groups is not None else (),
-                             lambda: transactions.manager.transactions if transactions is not None else ())
+        def group_ids() -> Iterable[str]:
+            coordinator = self.group_coordinator
+            return coordinator.manager.groups if coordinator is not None else ()
 
-    async def _load_coordinators(self) -> None:
+        def transactional_ids() -> Iterable[str]:
+            coordinator = self.txn_coordinator
+            return coordinator.manager.transactions if coordinator is not None else ()
+
+        return ClusterReader(self.cluster, self.partition_states, self.coordinators, group_ids, transactional_ids)
+
+    async def _load_coordinators(self, coordinators: CoordinatorSet) -> None:
         """Groups first: completing a transaction left in Prepare* may write a marker to __consumer_offsets,
         which must land on loaded groups."""
-        await self._load_groups()
-        assert self.txn_coordinator is not None
+        await self._load_groups(coordinators)
+        txn_coordinator = coordinators.txn
         started = self.clock.monotonic_ms()
         try:
-            await self.txn_coordinator.startup()
+            await txn_coordinator.startup()
         except Exception:
-            self.txn_coordinator.active = False
+            txn_coordinator.active = False
             log.exception("Loading transactions from __transaction_state failed; transactional requests get "
                           "COORDINATOR_NOT_AVAILABLE until restart")
             return
-        log.info("Loaded %d transactional ids in %d ms", len(self.txn_coordinator.manager.transactions),
+        log.info("Loaded %d transactional ids in %d ms", len(txn_coordinator.manager.transactions),
                  self.clock.monotonic_ms() - started)
 
-    async def _load_groups(self) -> None:
-        assert self.group_coordinator is not None
+    async def _load_groups(self, coordinators: CoordinatorSet) -> None:
+        group_coordinator, share_coordinator = coordinators.group, coordinators.share
         started = self.clock.monotonic_ms()
-        if self.share_coordinator is not None:
+        if share_coordinator is not None:
             try:
-                await self.share_coordinator.load_state()
+                await share_coordinator.load_state()
             except Exception:
                 log.exception("Loading share-partition state from __share_group_state failed; share fetches get "
                               "COORDINATOR_LOAD_IN_PROGRESS until restart")
         try:
-            await self.group_coordinator.startup()
+            await group_coordinator.startup()
         except Exception:
             # Serving groups from a partial load would hand out wrong offsets: refuse them instead.
-            self.group_coordinator.active = False
+            group_coordinator.active = False
             log.exception("Loading consumer groups from __consumer_offsets failed; group requests get "
                           "COORDINATOR_NOT_AVAILABLE until restart")
             return
-        log.info("Loaded %d consumer groups in %d ms", len(self.group_coordinator.manager.groups),
+        log.info("Loaded %d consumer groups in %d ms", len(group_coordinator.manager.groups),
                  self.clock.monotonic_ms() - started)
-        if self.share_coordinator is not None:
-            self.share_coordinator.on_groups_loaded()
+        if share_coordinator is not None:
+            share_coordinator.on_groups_loaded()
 
     async def _bind_broker(self, broker_id: int, sasl_mechanisms: SaslMechanisms | None) -> None:
         """Open broker `broker_id`'s listening sockets (not serving yet); its advertised ports are then known."""
@@ -343,9 +376,14 @@ class KafkaServer:
 
     async def _start_broker_listeners(self, broker_id: int) -> None:
         server = self.socket_servers[broker_id]
-        if self.share_coordinator is not None:
-            server.disconnect_listeners.append(self.share_coordinator.on_disconnect)
+        server.disconnect_listeners.append(self._on_disconnect)
         await server.start(self._dispatchers[broker_id])
+
+    def _on_disconnect(self, session: Session) -> None:
+        """A closed connection ends its share sessions (once the coordinators are built: none before)."""
+        share_coordinator = self.share_coordinator
+        if share_coordinator is not None:
+            share_coordinator.on_disconnect(session)
 
     async def stop_broker(self, broker_id: int) -> None:
         """Close broker `broker_id`'s listeners and connections; the partitions it led elect new leaders."""

@@ -35,7 +35,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, _session: Session) 
         for value in (request.client_software_name, request.client_software_version):
             if not _SOFTWARE_FIELD.match(value or ""):
                 error_code = ErrorCode.INVALID_REQUEST
-    features = BrokerFeatures.for_transaction_version(ctx.txn_coordinator.config.transaction_version)
+    features = BrokerFeatures.for_transaction_version(ctx.config.transactions.transaction_version)
     return cls(
         error_code=error_code,
         api_keys=[
