@@ -38,18 +38,9 @@ if __name__ == "__main__":
 # tests/broker/test_startup_imports.py guards the start path).
 defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c")
 
-from minikafka.broker.admin_client import (  # noqa: E402
-    add_admin_credential_options,
-    credentials_from_args,
-    with_credentials,
-)
 from minikafka.broker.config import KafkaConfig, load_properties  # noqa: E402
-from minikafka.broker.erase_cli import register as register_erase  # noqa: E402
-from minikafka.broker.faults.fault_cli import register as register_faults  # noqa: E402
 from minikafka.broker.log_dir_lock import LogDirLock  # noqa: E402
 from minikafka.broker.malloc_tuning import keep_freed_memory  # noqa: E402
-from minikafka.broker.security.scram_credentials import ScramCredentialStore  # noqa: E402
-from minikafka.broker.security.scram_parser import parse_add_scram  # noqa: E402
 from minikafka.broker.server import KafkaServer  # noqa: E402
 from minikafka.broker.speedups import warn_missing_speedups  # noqa: E402
 from minikafka.broker.startup_error import StartupError  # noqa: E402
@@ -159,6 +150,9 @@ def _serve_locked(config: KafkaConfig, add_scram: list[str]) -> int:
 
 def _add_scram(config: KafkaConfig, arguments: list[str]) -> bool:
     """Store each `--add-scram` credential in the log dir (replacing the user's credential of that mechanism)."""
+    from minikafka.broker.security.scram_credentials import ScramCredentialStore
+    from minikafka.broker.security.scram_parser import parse_add_scram
+
     try:
         parsed = [parse_add_scram(argument) for argument in arguments]
         store = ScramCredentialStore.load(config.log_dir)
@@ -177,6 +171,8 @@ def _add_scram(config: KafkaConfig, arguments: list[str]) -> bool:
 
 def compact(args: argparse.Namespace) -> int:
     """Exit 0 when the broker accepted (and, with --wait, finished) the compaction; 1 otherwise."""
+    from minikafka.broker.admin_client import credentials_from_args, with_credentials
+
     try:
         credentials = credentials_from_args(args)
     except ValueError as error:
@@ -327,6 +323,10 @@ def _parser(*, serve_only: bool = False, argv: Sequence[str] = ()) -> argparse.A
     )
     if serve_only:
         return parser
+    from minikafka.broker.admin_client import add_admin_credential_options
+    from minikafka.broker.erase_cli import register as register_erase
+    from minikafka.broker.faults.fault_cli import register as register_faults
+
     compact_parser = commands.add_parser("compact", help="ask a running broker to compact a topic now")
     compact_parser.add_argument("topic")
     compact_parser.add_argument("--partition", type=int, help="only this partition (default: all)")

@@ -18,12 +18,13 @@ from minikafka.broker.lazy_coordinators import LazyCoordinators
 from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
-from minikafka.broker.security.authorizer import StandardAuthorizer, authorizer_from_props
+from minikafka.broker.security.authorizer_config import AuthorizerConfig
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
 from minikafka.storage.producer_id_manager import ProducerIdManager
 
 if TYPE_CHECKING:
     from minikafka.broker.groups.group_coordinator import GroupCoordinator
+    from minikafka.broker.security.authorizer import StandardAuthorizer
     from minikafka.broker.share.share_coordinator import ShareCoordinator
     from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
 
@@ -54,7 +55,12 @@ class BrokerContext:
 
     @staticmethod
     def authorizer_for(config: KafkaConfig) -> StandardAuthorizer | None:
-        """The authorizer `config` asks for, its ACLs loaded from the log dir (InvalidConfigError if unknown)."""
+        """The authorizer `config` asks for, its ACLs loaded from the log dir (InvalidConfigError if unknown). Without
+        one, the ACL machinery is not imported (the start path's budget, DESIGN.md)."""
+        if not AuthorizerConfig.from_props(config.props).enabled:
+            return None
+        from minikafka.broker.security.authorizer import authorizer_from_props
+
         return authorizer_from_props(config.props, config.log_dir)
 
     @property

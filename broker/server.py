@@ -38,9 +38,7 @@ from minikafka.broker.network import Listener, RequestDispatcher, SocketServer
 from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
-from minikafka.broker.security.sasl_authenticator import SaslMechanisms
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
-from minikafka.broker.security.ssl_factory import create_server_context
 from minikafka.broker.startup_error import bind_error
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
@@ -53,6 +51,7 @@ if TYPE_CHECKING:
     from minikafka.broker.compaction_plans import CompactionPlanUploads
     from minikafka.broker.groups.group_coordinator import GroupCoordinator
     from minikafka.broker.security.authorizer import StandardAuthorizer
+    from minikafka.broker.security.sasl_authenticator import SaslMechanisms
     from minikafka.broker.session import Session
     from minikafka.broker.share.share_coordinator import ShareCoordinator
     from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
@@ -413,6 +412,8 @@ class KafkaServer:
         sasl_listeners = [ep.listener_name for ep in self.config.listeners if ep.uses_sasl]
         if not sasl_listeners:
             return None
+        from minikafka.broker.security.sasl_authenticator import SaslMechanisms
+
         mechanisms = SaslMechanisms(self.config.props, self.scram_credentials)
         for name in sasl_listeners:
             mechanisms.listener(name)
@@ -427,6 +428,8 @@ class KafkaServer:
             if ssl_config is None:
                 listeners.append(Listener(endpoint))
             else:
+                from minikafka.broker.security.ssl_factory import create_server_context
+
                 listeners.append(Listener(endpoint, create_server_context(ssl_config), ssl_config.principal_mapper))
         return listeners
 

@@ -48,16 +48,8 @@ from minikafka.cleaner.cleaner_metrics import (
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.cleaner_thread import CleanerThread
 from minikafka.cleaner.config import CleanerConfig
-from minikafka.cleaner.exact_round import check_plan_range, exact_end_limit
 from minikafka.cleaner.filthiest_log import PreCleanStats, grab_filthiest_compacted_log
 from minikafka.cleaner.log_to_clean import LogToClean
-from minikafka.cleaner.manual_compaction import (
-    CompactionRequest,
-    PartitionCompactionResult,
-    compact_exact_now,
-    compact_now,
-)
-from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError, RetainedOffsetPlan, read_plan
 from minikafka.cleaner.throttler import Throttler
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
 from minikafka.storage.clock import Clock
@@ -69,6 +61,10 @@ if TYPE_CHECKING:
     # worker start, in a cleaner thread: not on the broker's start path (tests/broker/test_startup_imports.py).
     from minikafka.cleaner.clean_worker import CleanWorker, GroupDone
     from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult
+
+    # Manual and exact compaction: imported by their first request (or a round that meets a plan).
+    from minikafka.cleaner.manual_compaction import CompactionRequest, PartitionCompactionResult
+    from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
 
 logger = logging.getLogger("minikafka.cleaner.log_cleaner")
 
@@ -245,6 +241,8 @@ class LogCleaner:
         checkpoint becomes max(end offset, `minimum_checkpoint`), or stays (at least `minimum_checkpoint`) when
         not `checkpoint_end`. A plan the round refuses (InvalidRetainedOffsetPlanError) is no failure of the
         partition: the result says "refused"."""
+        from minikafka.cleaner.retained_offset_plan import InvalidRetainedOffsetPlanError
+
         tp = (log.topic, log.partition)
         end_offset = None
         try:
@@ -448,6 +446,8 @@ class LogCleaner:
     def request_compaction(self, topic: str, partition: int | None = None) -> CompactionRequest:
         """Queue a manual compaction (dirty-ratio threshold ignored, min lag honoured); see
         `manual_compaction.compact_now`."""
+        from minikafka.cleaner.manual_compaction import CompactionRequest
+
         meta = self.compaction_target(topic, partition)
         partitions = list(range(meta.num_partitions)) if partition is None else [partition]
         return self._enqueue(CompactionRequest(topic, partitions))
@@ -461,6 +461,10 @@ class LogCleaner:
         [log start offset, `exact_end_limit(roll_active=True)`]). The round re-checks the range when it runs and
         checks the plan against the log (`PlanRetention.verify`); see `manual_compaction.compact_exact_now`. With
         `delete_plan` the file is unlinked once the request is done, or now if it is refused."""
+        from minikafka.cleaner.exact_round import check_plan_range
+        from minikafka.cleaner.manual_compaction import CompactionRequest
+        from minikafka.cleaner.retained_offset_plan import read_plan
+
         try:
             meta = self.compaction_target(topic, partition)
             log = self.log_manager.get_log(topic, partition)
@@ -476,6 +480,8 @@ class LogCleaner:
 
     def exact_end_limit(self, log: UnifiedLog, *, roll_active: bool) -> int:
         """The largest end offset a plan for `log` may have now (`exact_round.exact_end_limit`)."""
+        from minikafka.cleaner.exact_round import exact_end_limit
+
         return exact_end_limit(log, self.manager.read_checkpoints().get((log.topic, log.partition)),
                                self.clock.time_ms(), roll_active=roll_active)
 
@@ -509,6 +515,8 @@ class LogCleaner:
         return True
 
     def _serve(self, worker: CleanerThread, request: CompactionRequest, partition: int) -> None:
+        from minikafka.cleaner.manual_compaction import compact_exact_now, compact_now
+
         result = None
         try:
             if request.plan is None:
