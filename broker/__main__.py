@@ -44,6 +44,7 @@ from minikafka.broker.malloc_tuning import keep_freed_memory  # noqa: E402
 from minikafka.broker.server import KafkaServer  # noqa: E402
 from minikafka.broker.speedups import warn_missing_speedups  # noqa: E402
 from minikafka.broker.startup_error import StartupError  # noqa: E402
+from minikafka.protocol.codegen_cache import install_codegen_cache  # noqa: E402
 from minikafka.protocol.errors import KafkaError  # noqa: E402
 
 log = logging.getLogger("minikafka")
@@ -120,6 +121,7 @@ def serve(args: argparse.Namespace) -> int:
     except StartupError as error:
         log.error("%s", error)
         return 1
+    install_codegen_cache()  # kafka-python's generated codecs, compiled once per machine (protocol/codegen_cache.py)
     try:
         return _serve_locked(config, args.add_scram)
     finally:

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM
+from minikafka.storage.topic_config_synonyms import TOPIC_TO_BROKER_SYNONYM
 
 if TYPE_CHECKING:
     from minikafka.broker.faults.fault_client import Faults
