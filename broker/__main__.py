@@ -36,7 +36,10 @@ if __name__ == "__main__":
 # prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import, and crc32c's extension,
 # not the version lookup (importlib.metadata) of its __init__ (broker/package_init.py;
 # tests/broker/test_startup_imports.py guards the start path).
-defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c")
+defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c",
+                   # each re-exports all its modules' message classes; the broker imports a class's own module at
+                   # its API's first request (protocol/messages.py)
+                   "kafka.protocol.producer", "kafka.protocol.metadata", "kafka.protocol.consumer")
 
 from minikafka.broker.config import KafkaConfig, load_properties  # noqa: E402
 from minikafka.broker.log_dir_lock import LogDirLock  # noqa: E402
