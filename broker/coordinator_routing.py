@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikafka.broker.cluster import Cluster
-from minikafka.broker.groups.coordinator_records import partition_for
+from minikafka.broker.groups.coordinator_partitioning import partition_for
 from minikafka.broker.partition_states import PartitionStates
 from minikafka.protocol.api_keys import ApiKey
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import ClassVar
 
-from minikafka.broker.groups.coordinator_records import partition_for
+from minikafka.broker.groups.coordinator_partitioning import partition_for
 from minikafka.broker.groups.offsets_topic import KeyValue, OffsetsTopic, TxnProducer
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.clock import Clock

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from minikafka.broker.share.auto_offset_reset import ShareAutoOffsetReset
-from minikafka.broker.share.share_types import IsolationLevel, ShareGroupConfig
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.config_def import ConfigDef, ConfigKey, ConfigType, ConfigValueError, at_least, between, in_set
+
+if TYPE_CHECKING:
+    # the share groups' own types: imported by the functions below, not with the broker config (the start path)
+    from minikafka.broker.share.share_types import ShareGroupConfig
 
 __all__ = [
     "SHARE_GROUP_BROKER_CONFIG_DEF",
@@ -111,6 +113,8 @@ class ShareGroupBrokerConfig:
 
 
 def _auto_offset_reset(value: Any) -> None:
+    from minikafka.broker.share.auto_offset_reset import ShareAutoOffsetReset
+
     try:
         ShareAutoOffsetReset.parse(value)
     except ValueError:
@@ -188,6 +192,9 @@ def share_group_config(overrides: Mapping[str, str], broker: ShareGroupBrokerCon
     """Parse a group's `share.*` overrides and check them against the broker's bounds (Kafka's GroupConfig.validate:
     InvalidConfigError "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit").
     Keys that are not `share.*` configs are refused."""
+    from minikafka.broker.share.auto_offset_reset import ShareAutoOffsetReset
+    from minikafka.broker.share.share_types import IsolationLevel, ShareGroupConfig
+
     definition = share_group_config_def(broker)
     values = definition.parse(overrides, allow_unknown=False)
     for name, minimum, maximum in _BOUNDS:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from minikafka.broker.groups.coordinator_record_reader import CoordinatorRecordReader
-from minikafka.broker.groups.coordinator_records import (
+from minikafka.broker.groups.coordinator_partitioning import (
     partition_for as partition_for,  # the same rule as for a group id
 )
+from minikafka.broker.groups.coordinator_record_reader import CoordinatorRecordReader
 from minikafka.broker.transactions.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,

@@ -69,7 +69,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniKafka]:
 
 
 def kafka_partition_for(key: str) -> int:
-    """`(key.hashCode() & 0x7fffffff) % partitions` (coordinator_records.partition_for: Kafka's rule but for
+    """`(key.hashCode() & 0x7fffffff) % partitions` (coordinator_partitioning.partition_for: Kafka's rule but for
     negative hash codes), written out independently of the broker's code."""
     value = 0
     for char in key:  # the keys below are ASCII: one UTF-16 unit each

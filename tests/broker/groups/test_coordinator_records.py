@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from minikafka.broker.groups import coordinator_partitioning as partitioning
 from minikafka.broker.groups import coordinator_records as records
 
 
@@ -51,10 +52,10 @@ def test_group_metadata_value_v3_round_trip_and_v4_flexible() -> None:
 
 
 def test_partition_for_matches_java_hash_code() -> None:
-    assert records.java_string_hash("hello") == 99162322
-    assert records.java_string_hash("polygenelubricants") == -(2**31)
-    assert records.partition_for("polygenelubricants", 50) == 0  # MIN_VALUE & 0x7fffffff is 0
+    assert partitioning.java_string_hash("hello") == 99162322
+    assert partitioning.java_string_hash("polygenelubricants") == -(2**31)
+    assert partitioning.partition_for("polygenelubricants", 50) == 0  # MIN_VALUE & 0x7fffffff is 0
     # "my-group".hashCode() is -1906497762: (hash & 0x7fffffff) % 50 = 36, the partition every earlier minikafka
     # log dir holds it in (Kafka's Utils.abs would give 12; see partition_for)
-    assert records.java_string_hash("my-group") == -1906497762
-    assert records.partition_for("my-group", 50) == 36
+    assert partitioning.java_string_hash("my-group") == -1906497762
+    assert partitioning.partition_for("my-group", 50) == 36
