@@ -244,19 +244,21 @@ class KafkaServer:
         return coordinators
 
     @property
+    def _built_coordinators(self) -> CoordinatorSet | None:
+        return self._coordinators.built if self._coordinators is not None else None
+
+    @property
     def group_coordinator(self) -> GroupCoordinator | None:
-        built = self._coordinators.built if self._coordinators is not None else None
-        return built.group if built is not None else None
+        """None until a request (or a log dir holding its state) built the coordinators."""
+        return built.group if (built := self._built_coordinators) is not None else None
 
     @property
     def share_coordinator(self) -> ShareCoordinator | None:
-        built = self._coordinators.built if self._coordinators is not None else None
-        return built.share if built is not None else None
+        return built.share if (built := self._built_coordinators) is not None else None
 
     @property
     def txn_coordinator(self) -> TransactionCoordinator | None:
-        built = self._coordinators.built if self._coordinators is not None else None
-        return built.txn if built is not None else None
+        return built.txn if (built := self._built_coordinators) is not None else None
 
     async def _serve_admin_http(self, host: str, sockets: list[socket.socket],
                                 authorizer: StandardAuthorizer | None) -> None:
