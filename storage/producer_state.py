@@ -19,6 +19,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
@@ -59,9 +60,9 @@ def _decrement_sequence(sequence: int, delta: int) -> int:
     return sequence - delta if sequence >= delta else INT_MAX - (delta - sequence) + 1
 
 
-@dataclass(frozen=True)
-class BatchMetadata:
-    """Sequence and offset range of one appended batch."""
+class BatchMetadata(NamedTuple):
+    """Sequence and offset range of one appended batch (a NamedTuple: one is made per idempotent append, and a
+    frozen dataclass's field-by-field set-up cost a microsecond)."""
 
     first_sequence: int
     last_sequence: int
@@ -152,12 +153,11 @@ class ProducerStateManager:
 
         Raises InvalidProducerEpochError / OutOfOrderSequenceNumberError / InvalidTxnStateError per Kafka's rules.
         """
-        producer_id, epoch = batch.producer_id, batch.producer_epoch
-        first_sequence, last_sequence = batch.base_sequence, batch.last_sequence
+        producer_id = batch.producer_id
         entry = self.producers.get(producer_id)
         if entry is None:
             return None  # no state (new producer or state expired): any sequence is accepted
-        duplicate = entry.find_duplicate_batch(epoch, first_sequence, last_sequence)
+        duplicate = entry.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
         if duplicate is not None:
             return duplicate
         self._check_sequence(entry, batch, first_offset_hint)
@@ -180,11 +180,11 @@ class ProducerStateManager:
                     f"Invalid sequence number for new epoch of producer {producer_id} at offset "
                     f"{first_offset_hint} in partition {self.topic_partition}: {epoch} (request epoch), "
                     f"{first_sequence} (seq. number), {entry.producer_epoch} (current producer epoch)")
-        elif entry.last_sequence == -1 and first_sequence != 0:
+        elif (last_sequence := entry.last_sequence) == -1 and first_sequence != 0:
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for producer {producer_id} at offset {first_offset_hint} in "
                 f"partition {self.topic_partition}: found {first_sequence} (incoming seq. number), but expected 0")
-        elif entry.last_sequence != -1 and not _in_sequence(entry.last_sequence, first_sequence):
+        elif last_sequence != -1 and not _in_sequence(last_sequence, first_sequence):
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for producer {producer_id} at offset {first_offset_hint} in "
                 f"partition {self.topic_partition}: {first_sequence} (incoming seq. number), "
