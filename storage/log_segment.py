@@ -211,15 +211,38 @@ class LogSegment:
                 self._index_batch(start_position + batch.position, batch.max_timestamp, batch.last_offset,
                                   batch.size_bytes)
         except OSError as error:
-            try:
-                self._restore(before)
-            except OSError as restore_error:
-                raise SegmentInconsistentError(
-                    f"segment {self.base_offset} of {self.dir.name} could not undo a failed append ({error}): "
-                    f"{restore_error}") from restore_error
+            self._undo_append(before, error)
             raise
         self._track(largest_timestamp, shallow_offset_of_max_ts)
         self.next_offset = max(self.next_offset, largest_offset + 1)
+
+    def append_batch(self, batch: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int,
+                     now_ms: int) -> None:
+        """`append` of one whole batch (offsets assigned) whose last offset and max timestamp the caller knows:
+        the produce path's, which so makes no view of the stored batch. All or nothing, as `append`."""
+        if not 0 <= last_offset - self.base_offset <= MAX_RELATIVE_OFFSET:
+            raise ValueError(f"offset {last_offset} cannot be stored relative to {self.base_offset}")
+        before = self._append_state()
+        try:
+            position = self.log.append(batch)
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = max_timestamp
+                if self.first_append_time_ms is None:
+                    self.first_append_time_ms = now_ms
+            self._index_batch(position, max_timestamp, last_offset, len(batch))
+        except OSError as error:
+            self._undo_append(before, error)
+            raise
+        self.next_offset = max(self.next_offset, last_offset + 1)
+
+    def _undo_append(self, before: _AppendState, error: OSError) -> None:
+        """Put back the state before a failed append; SegmentInconsistentError when even that fails."""
+        try:
+            self._restore(before)
+        except OSError as restore_error:
+            raise SegmentInconsistentError(
+                f"segment {self.base_offset} of {self.dir.name} could not undo a failed append ({error}): "
+                f"{restore_error}") from restore_error
 
     def _append_state(self) -> _AppendState:
         # tuple.__new__ straight away: the NamedTuple's own __new__ is a Python function, one call more per append

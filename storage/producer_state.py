@@ -226,6 +226,21 @@ class ProducerStateManager:
             self.ongoing_txns[batch.base_offset] = producer_id
         return None
 
+    def update_appended(self, batch: RecordBatch, first_offset: int, last_offset: int, max_timestamp: int) -> None:
+        """`update` for a validated client batch (never a control batch) with a producer id, stored at
+        `first_offset`..`last_offset` with `max_timestamp`: `batch` is the client's view, whose base offset is not
+        the log's, so the append path needs no view of the stored copy."""
+        producer_id = batch.producer_id
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id, batch.producer_epoch)
+            self.producers[producer_id] = entry
+        entry.add_batch(batch.producer_epoch, BatchMetadata(batch.base_sequence, batch.last_sequence, first_offset,
+                                                            last_offset, max_timestamp))
+        if batch.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing_txns[first_offset] = producer_id
+
     def _append_end_txn_marker(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
         record = next(iter(batch.records()), None)
         if record is None:
