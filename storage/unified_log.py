@@ -243,9 +243,10 @@ class UnifiedLog:
             last_offset = first_offset + batch.last_offset_delta
             log_append_time = config.log_append_time
             max_timestamp = now_ms if log_append_time else batch.max_timestamp
+            size_bytes = batch.size_bytes
             if self.space_guard is not None:
-                self.space_guard.admit(batch.size_bytes)
-            self._maybe_roll(batch.size_bytes, max_timestamp, last_offset, now_ms)
+                self.space_guard.admit(size_bytes)
+            self._maybe_roll(size_bytes, max_timestamp, last_offset, now_ms)
             data: bytes | bytearray
             if log_append_time:  # the max timestamp is CRC-covered: patch a copy and compute the CRC again
                 data = bytearray(batch.raw())
