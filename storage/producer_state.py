@@ -157,6 +157,17 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         if entry is None:
             return None  # no state (new producer or state expired): any sequence is accepted
+        batches = entry.batches
+        if batch.producer_epoch == entry.producer_epoch and batches:
+            # Every idempotent append's case, without the calls below: not a duplicate, the next sequence, and
+            # no open transaction or a transactional batch. Anything else takes the general checks.
+            first_sequence, last_sequence = batch.base_sequence, batch.last_sequence
+            for metadata in batches:
+                if metadata.first_sequence == first_sequence and metadata.last_sequence == last_sequence:
+                    return metadata
+            if _in_sequence(batches[-1].last_sequence, first_sequence) and (
+                    entry.current_txn_first_offset < 0 or batch.is_transactional):
+                return None
         duplicate = entry.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
         if duplicate is not None:
             return duplicate
