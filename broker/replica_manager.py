@@ -92,13 +92,16 @@ class ReplicaManager:
         return log
 
     # -- produce ---------------------------------------------------------------------------------------------
-    def append(self, topic: str, partition: int, records: bytes, log: UnifiedLog | None = None) -> LogAppendInfo:
-        """Append one partition's batch as leader; raises the KafkaError for this partition. `log`: the partition's
-        log, when the caller has looked it up already."""
+    def append(self, topic: str, partition: int, records: bytes, log: UnifiedLog | None = None,
+               leader_epoch: int | None = None) -> LogAppendInfo:
+        """Append one partition's batch as leader; raises the KafkaError for this partition. `log` and
+        `leader_epoch`: the partition's log and current leader epoch, when the caller has looked them up already."""
         if log is None:
             log = self.log_for(topic, partition)
+        if leader_epoch is None:
+            leader_epoch = self.leader_epoch_of(topic, partition)
         try:
-            info = log.append_as_leader(records, leader_epoch=self.leader_epoch_of(topic, partition))
+            info = log.append_as_leader(records, leader_epoch=leader_epoch)
         except InvalidRecordError as error:
             keyless = sum(1 for _index, message in error.record_errors if message.startswith(_NO_KEY_MESSAGE))
             if keyless and self._on_keyless_records is not None:

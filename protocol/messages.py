@@ -144,6 +144,9 @@ def _decoder(api_key: ApiKey, api_version: int) -> Callable[[memoryview, int], t
     flexible = bool(cls.flexible_version_q(api_version))
     decoder: Callable[[memoryview, int], tuple[Any, int]] = compile_decoder(
         api_version, compact=flexible, tagged=flexible, data_class=cls)
+    if api_key is ApiKey.PRODUCE:  # hands the records out without copying them (imported at the first Produce)
+        from minikafka.protocol.produce_request import produce_decoder
+        return produce_decoder(api_version, decoder)
     return decoder
 
 

@@ -256,15 +256,22 @@ class OffsetIndex(_IndexFile):
         return self.base_offset + self._relative_offsets[n], self._positions[n]
 
     def append(self, offset: int, position: int) -> None:
-        self._ensure_loaded()
-        if self.is_full:
+        # once per appended batch of index.interval.bytes: `is_full`, `_relative` and `_entry_added` inline
+        if not self._loaded:
+            self._ensure_loaded()
+        relative_offsets = self._relative_offsets
+        count = len(relative_offsets)
+        if count >= self.max_entries:
             raise ValueError(f"offset index {self.path} is full")
-        relative = self._relative(offset)
-        if self._relative_offsets and relative <= self._relative_offsets[-1]:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= 0x7FFFFFFF:
+            raise ValueError(f"offset {offset} does not fit relative to base offset {self.base_offset}")
+        if count and relative <= relative_offsets[-1]:
             raise ValueError(f"offset index entry {offset} is not above the last one ({self.last_offset})")
-        self._relative_offsets.append(relative)
+        relative_offsets.append(relative)
         self._positions.append(position)
-        self._entry_added()
+        if count + 1 - self._entries_on_disk >= WRITE_AFTER_ENTRIES:
+            self.write_pending()
 
     def _packed(self, start: int) -> bytes:
         return b"".join(map(_OFFSET_ENTRY.pack, self._relative_offsets[start:], self._positions[start:]))
@@ -347,7 +354,8 @@ class TimeIndex(_IndexFile):
 
     def maybe_append(self, timestamp_ms: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Append unless the timestamp is not larger than the last entry's (timestamps strictly rise)."""
-        self._ensure_loaded()
+        if not self._loaded:
+            self._ensure_loaded()
         if self._timestamps and timestamp_ms <= self._timestamps[-1]:
             return
         if timestamp_ms < 0:

@@ -26,6 +26,7 @@ from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
+    MAX_RELATIVE_OFFSET,
     SWAP_SUFFIX,
     LogSegment,
     SegmentInconsistentError,
@@ -202,14 +203,15 @@ def roll_reason(segment: LogSegment, config: LogConfig, size_bytes: int, max_tim
                 now_ms: int) -> str | None:
     """Why the active `segment` must roll before an append of `size_bytes` ending at `last_offset` (Kafka's
     LogSegment.shouldRoll), or None when it need not."""
-    if segment.size_bytes > config.segment_bytes - size_bytes:
+    segment_size_bytes = segment.size_bytes  # asked once: this runs before every append
+    if segment_size_bytes > config.segment_bytes - size_bytes:
         return "segment.bytes"
-    if not segment.is_empty and _time_waited_ms(segment, max_timestamp, now_ms) > \
+    if segment_size_bytes and _time_waited_ms(segment, max_timestamp, now_ms) > \
             config.max_segment_ms - segment.rolling_jitter_ms:
         return "segment.ms"
     if segment.index_full():
         return "index full"
-    if not segment.can_convert_to_relative_offset(last_offset):
+    if not 0 <= last_offset - segment.base_offset <= MAX_RELATIVE_OFFSET:  # can_convert_to_relative_offset
         return "relative offset overflow"
     return None
 

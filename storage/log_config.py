@@ -197,11 +197,11 @@ class LogConfig:
     def delete(self) -> bool:
         return "delete" in (p.lower() for p in self.cleanup_policy)
 
-    @property
+    @cached_property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
-    @property
+    @cached_property
     def max_segment_ms(self) -> int:
         """Roll interval: min(segment.ms, max.compaction.lag.ms) for compacted topics (KIP-354)."""
         if self.compact and self.max_compaction_lag_ms > 0:

@@ -61,6 +61,9 @@ class _AppendState(NamedTuple):
     first_append_time_ms: int | None
 
 
+_new_append_state = tuple.__new__
+
+
 def segment_file_name(base_offset: int, extension: str, suffix: str = "") -> str:
     return f"{base_offset:020d}{extension}{suffix}"
 
@@ -195,7 +198,7 @@ class LogSegment:
 
         All or nothing: when a write fails (a full disk), the log, both indexes and the in-memory state are put
         back as they were before the call and the OSError propagates, so the next append can simply retry."""
-        if not self.can_convert_to_relative_offset(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= MAX_RELATIVE_OFFSET:
             raise ValueError(f"offset {largest_offset} cannot be stored relative to {self.base_offset}")
         before = self._append_state()
         try:
@@ -208,21 +211,45 @@ class LogSegment:
                 self._index_batch(start_position + batch.position, batch.max_timestamp, batch.last_offset,
                                   batch.size_bytes)
         except OSError as error:
-            try:
-                self._restore(before)
-            except OSError as restore_error:
-                raise SegmentInconsistentError(
-                    f"segment {self.base_offset} of {self.dir.name} could not undo a failed append ({error}): "
-                    f"{restore_error}") from restore_error
+            self._undo_append(before, error)
             raise
         self._track(largest_timestamp, shallow_offset_of_max_ts)
         self.next_offset = max(self.next_offset, largest_offset + 1)
 
+    def append_batch(self, batch: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int,
+                     now_ms: int) -> None:
+        """`append` of one whole batch (offsets assigned) whose last offset and max timestamp the caller knows:
+        the produce path's, which so makes no view of the stored batch. All or nothing, as `append`."""
+        if not 0 <= last_offset - self.base_offset <= MAX_RELATIVE_OFFSET:
+            raise ValueError(f"offset {last_offset} cannot be stored relative to {self.base_offset}")
+        before = self._append_state()
+        try:
+            position = self.log.append(batch)
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = max_timestamp
+                if self.first_append_time_ms is None:
+                    self.first_append_time_ms = now_ms
+            self._index_batch(position, max_timestamp, last_offset, len(batch))
+        except OSError as error:
+            self._undo_append(before, error)
+            raise
+        self.next_offset = max(self.next_offset, last_offset + 1)
+
+    def _undo_append(self, before: _AppendState, error: OSError) -> None:
+        """Put back the state before a failed append; SegmentInconsistentError when even that fails."""
+        try:
+            self._restore(before)
+        except OSError as restore_error:
+            raise SegmentInconsistentError(
+                f"segment {self.base_offset} of {self.dir.name} could not undo a failed append ({error}): "
+                f"{restore_error}") from restore_error
+
     def _append_state(self) -> _AppendState:
-        return _AppendState(
+        # tuple.__new__ straight away: the NamedTuple's own __new__ is a Python function, one call more per append
+        return _new_append_state(_AppendState, (
             self.log.size_bytes, self.offset_index.entries, self.time_index.entries,
             self._bytes_since_last_index_entry, self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
-            self.next_offset, self.rolling_based_timestamp, self.first_append_time_ms)
+            self.next_offset, self.rolling_based_timestamp, self.first_append_time_ms))
 
     def _restore(self, state: _AppendState) -> None:
         """Undo a failed append. Shrinking files needs no free space, so this fails only on a broken disk."""
@@ -237,7 +264,9 @@ class LogSegment:
         self.first_append_time_ms = state.first_append_time_ms
 
     def _index_batch(self, position: int, max_timestamp: int, last_offset: int, size_bytes: int) -> None:
-        self._track(max_timestamp, last_offset)
+        if max_timestamp > self.max_timestamp_so_far:  # `_track`, inline: once per appended batch
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)

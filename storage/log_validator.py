@@ -26,6 +26,7 @@ from minikafka.protocol.records import (
     build_batch,
     iter_batches,
 )
+from minikafka.protocol.records.attributes import COMPRESSION_CODEC_MASK
 from minikafka.protocol.records.batch_header import BATCH_HEADER_SIZE, LENGTH_OFFSET, MAGIC_OFFSET, magic
 from minikafka.storage.config_def import LONG_MAX
 from minikafka.storage.log_config import LogConfig
@@ -44,53 +45,66 @@ TOPIC_CODECS = {
 
 
 class LogValidator:
-    """Stateless validation for one topic-partition's config; thread-safe (no mutable state)."""
+    """Stateless validation for one topic-partition's config; thread-safe (no mutable state). What the config
+    decides per batch (target codec, limits, whether records are read) is worked out once, here: a log makes its
+    validator again when its config object changes."""
 
     def __init__(self, topic_partition: str, config: LogConfig) -> None:
         self.topic_partition = topic_partition
         self.config = config
+        #: the codec batches are stored in; None: as received (`compression.type=producer`)
+        self._target_codec = TOPIC_CODECS.get(config.compression_type)
+        self._check_timestamps = not config.log_append_time and (
+            config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX)
+        #: records are decoded only for keys on compacted topics and for a timestamp window
+        self._reads_records = config.compact or self._check_timestamps
 
     def validate(self, records: bytes | bytearray | memoryview, now_ms: int) -> RecordBatch:
         """Return the single valid client batch in `records`, or raise the Kafka error for it."""
         view = memoryview(records)
-        if len(view) < LOG_OVERHEAD:
-            raise CorruptMessageError(f"record set of {len(view)} bytes is too small for a batch header")
-        if len(view) > MAGIC_OFFSET and magic(view) != MAGIC_V2:
+        size = len(view)
+        if size < LOG_OVERHEAD:
+            raise CorruptMessageError(f"record set of {size} bytes is too small for a batch header")
+        if size > MAGIC_OFFSET and magic(view) != MAGIC_V2:
             raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {magic(view)}")
         (batch_length,) = _BATCH_LENGTH.unpack_from(view, LENGTH_OFFSET)
-        if batch_length >= MIN_BATCH_LENGTH and batch_length + LOG_OVERHEAD == len(view):
-            batch = RecordBatch(view, 0)  # one batch filling the record set, as every client sends it
+        if batch_length >= MIN_BATCH_LENGTH and batch_length + LOG_OVERHEAD == size:
+            batch = RecordBatch(view, 0)  # one batch filling the record set, as every client sends it: its size
+            # and magic are the ones checked above
         else:  # what `iter_batches` finds tells the error apart
             batch = self._single_batch(view)
-        if batch.size_bytes != len(view):
-            raise CorruptMessageError(
-                f"record set has {len(view) - batch.size_bytes} trailing bytes after the record batch")
-        if batch.magic != MAGIC_V2:
-            raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {batch.magic}")
-        batch.ensure_valid()
+            if batch.size_bytes != size:
+                raise CorruptMessageError(
+                    f"record set has {size - batch.size_bytes} trailing bytes after the record batch")
+            if batch.magic != MAGIC_V2:
+                raise InvalidRecordError(f"Produce requests must use record batch magic 2, got {batch.magic}")
+        batch.ensure_valid()  # also rejects codec ids above zstd
         if batch.is_control:
             raise InvalidRecordError("Clients are not allowed to write control records")
         if batch.is_transactional and batch.producer_id < 0:
             raise InvalidRecordError(
                 f"Invalid transactional record batch in {self.topic_partition}: transactional records must carry "
                 f"a producer id (idempotence), got {batch.producer_id}")
-        if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
+        records_count = batch.records_count
+        if records_count <= 0 or records_count != batch.last_offset_delta + 1:
             raise InvalidRecordError(
-                f"Inner record count {batch.records_count} does not match last offset delta "
+                f"Inner record count {records_count} does not match last offset delta "
                 f"{batch.last_offset_delta} + 1 in {self.topic_partition}")
         config = self.config
-        target_codec = TOPIC_CODECS.get(config.compression_type)
-        if target_codec is not None and target_codec != batch.compression_type:
+        target_codec = self._target_codec
+        if target_codec is not None and target_codec != batch.attributes & COMPRESSION_CODEC_MASK:
             batch = recompress(batch, target_codec)
-        if batch.size_bytes > config.max_message_bytes:
+        size_bytes = batch.size_bytes
+        if size_bytes > config.max_message_bytes:
             raise MessageTooLargeError(
-                f"The record batch of {batch.size_bytes} bytes in {self.topic_partition} is larger than "
+                f"The record batch of {size_bytes} bytes in {self.topic_partition} is larger than "
                 f"max.message.bytes ({config.max_message_bytes})")
-        if batch.size_bytes > config.segment_bytes:
+        if size_bytes > config.segment_bytes:
             raise RecordListTooLargeError(
-                f"The record batch of {batch.size_bytes} bytes in {self.topic_partition} is larger than "
+                f"The record batch of {size_bytes} bytes in {self.topic_partition} is larger than "
                 f"segment.bytes ({config.segment_bytes})")
-        self._validate_records(batch, now_ms)
+        if self._reads_records:
+            self._validate_records(batch, now_ms)
         return batch
 
     def _single_batch(self, view: memoryview) -> RecordBatch:
@@ -105,8 +119,7 @@ class LogValidator:
 
     def _validate_records(self, batch: RecordBatch, now_ms: int) -> None:
         config = self.config
-        check_timestamps = not config.log_append_time and (
-            config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX)
+        check_timestamps = self._check_timestamps
         if not config.compact and not check_timestamps:
             return
         no_key = f"Compacted topic cannot accept message without key in topic partition {self.topic_partition}."

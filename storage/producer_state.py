@@ -19,6 +19,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from crc32c import _crc32c as crc32c  # the extension: the package's __init__ reads its version (importlib.metadata)
 
@@ -59,9 +60,9 @@ def _decrement_sequence(sequence: int, delta: int) -> int:
     return sequence - delta if sequence >= delta else INT_MAX - (delta - sequence) + 1
 
 
-@dataclass(frozen=True)
-class BatchMetadata:
-    """Sequence and offset range of one appended batch."""
+class BatchMetadata(NamedTuple):
+    """Sequence and offset range of one appended batch (a NamedTuple: one is made per idempotent append, and a
+    frozen dataclass's field-by-field set-up cost a microsecond)."""
 
     first_sequence: int
     last_sequence: int
@@ -152,12 +153,22 @@ class ProducerStateManager:
 
         Raises InvalidProducerEpochError / OutOfOrderSequenceNumberError / InvalidTxnStateError per Kafka's rules.
         """
-        producer_id, epoch = batch.producer_id, batch.producer_epoch
-        first_sequence, last_sequence = batch.base_sequence, batch.last_sequence
+        producer_id = batch.producer_id
         entry = self.producers.get(producer_id)
         if entry is None:
             return None  # no state (new producer or state expired): any sequence is accepted
-        duplicate = entry.find_duplicate_batch(epoch, first_sequence, last_sequence)
+        batches = entry.batches
+        if batch.producer_epoch == entry.producer_epoch and batches:
+            # Every idempotent append's case, without the calls below: not a duplicate, the next sequence, and
+            # no open transaction or a transactional batch. Anything else takes the general checks.
+            first_sequence, last_sequence = batch.base_sequence, batch.last_sequence
+            for metadata in batches:
+                if metadata.first_sequence == first_sequence and metadata.last_sequence == last_sequence:
+                    return metadata
+            if _in_sequence(batches[-1].last_sequence, first_sequence) and (
+                    entry.current_txn_first_offset < 0 or batch.is_transactional):
+                return None
+        duplicate = entry.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
         if duplicate is not None:
             return duplicate
         self._check_sequence(entry, batch, first_offset_hint)
@@ -180,11 +191,11 @@ class ProducerStateManager:
                     f"Invalid sequence number for new epoch of producer {producer_id} at offset "
                     f"{first_offset_hint} in partition {self.topic_partition}: {epoch} (request epoch), "
                     f"{first_sequence} (seq. number), {entry.producer_epoch} (current producer epoch)")
-        elif entry.last_sequence == -1 and first_sequence != 0:
+        elif (last_sequence := entry.last_sequence) == -1 and first_sequence != 0:
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for producer {producer_id} at offset {first_offset_hint} in "
                 f"partition {self.topic_partition}: found {first_sequence} (incoming seq. number), but expected 0")
-        elif entry.last_sequence != -1 and not _in_sequence(entry.last_sequence, first_sequence):
+        elif last_sequence != -1 and not _in_sequence(last_sequence, first_sequence):
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for producer {producer_id} at offset {first_offset_hint} in "
                 f"partition {self.topic_partition}: {first_sequence} (incoming seq. number), "
@@ -225,6 +236,21 @@ class ProducerStateManager:
             entry.current_txn_first_offset = batch.base_offset
             self.ongoing_txns[batch.base_offset] = producer_id
         return None
+
+    def update_appended(self, batch: RecordBatch, first_offset: int, last_offset: int, max_timestamp: int) -> None:
+        """`update` for a validated client batch (never a control batch) with a producer id, stored at
+        `first_offset`..`last_offset` with `max_timestamp`: `batch` is the client's view, whose base offset is not
+        the log's, so the append path needs no view of the stored copy."""
+        producer_id = batch.producer_id
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id, batch.producer_epoch)
+            self.producers[producer_id] = entry
+        entry.add_batch(batch.producer_epoch, BatchMetadata(batch.base_sequence, batch.last_sequence, first_offset,
+                                                            last_offset, max_timestamp))
+        if batch.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing_txns[first_offset] = producer_id
 
     def _append_end_txn_marker(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
         record = next(iter(batch.records()), None)

@@ -243,9 +243,10 @@ class UnifiedLog:
             last_offset = first_offset + batch.last_offset_delta
             log_append_time = config.log_append_time
             max_timestamp = now_ms if log_append_time else batch.max_timestamp
+            size_bytes = batch.size_bytes
             if self.space_guard is not None:
-                self.space_guard.admit(batch.size_bytes)
-            self._maybe_roll(batch.size_bytes, max_timestamp, last_offset, now_ms)
+                self.space_guard.admit(size_bytes)
+            self._maybe_roll(size_bytes, max_timestamp, last_offset, now_ms)
             data: bytes | bytearray
             if log_append_time:  # the max timestamp is CRC-covered: patch a copy and compute the CRC again
                 data = bytearray(batch.raw())
@@ -254,15 +255,14 @@ class UnifiedLog:
                 set_max_timestamp_and_type(data, 0, now_ms, TimestampType.LOG_APPEND_TIME)
             else:
                 # Base offset, length and leader epoch (the first 16 bytes) are outside the CRC: the stored batch is
-                # the new prefix and the client's bytes after it, as immutable bytes, whose batch view below reads
-                # its header in one unpack (a patched bytearray's view unpacks each field on every read).
+                # the new prefix and the client's bytes after it. The segment's indexes and the producer state take
+                # the offsets and the max timestamp from here and the rest from the client's batch view, so no view
+                # of the stored copy is made.
                 data = b"".join((_OFFSET_LENGTH_EPOCH.pack(first_offset, batch.batch_length, leader_epoch),
                                  batch.raw()[MAGIC_OFFSET:]))
-            appended = RecordBatch(data, 0)
-            self.active_segment.append(data, last_offset, max_timestamp, last_offset, now_ms=now_ms,
-                                       batches=(appended,))
-            if appended.producer_id >= 0:
-                self.producer_state.update(appended)
+            self.active_segment.append_batch(data, last_offset, max_timestamp, now_ms)
+            if batch.producer_id >= 0:
+                self.producer_state.update_appended(batch, first_offset, last_offset, max_timestamp)
             self._log_end_offset = last_offset + 1
             self.unflushed_messages += batch.records_count
             return LogAppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,

@@ -76,31 +76,34 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
     #: acks=all appends a paused follower in the ISR holds back:
     #: (result list, position, topic, partition, offset to reach, leader epoch)
     waiting: list[tuple[list[PartitionProduceResponse], int, str, int, int, int]] = []
+    acks_code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
+    node_id = ctx.node_id
     for topic_data in request.topic_data:
         name = topic_data.name
         partitions: list[PartitionProduceResponse] = []
+        # what fails every partition of the topic, in Kafka's order: acks, authorization, internal topic
+        topic_code = acks_code
+        if topic_code is None and name not in writable:
+            topic_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if topic_code is None and name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
+            topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             records = partition_data.records
-            code = ErrorCode.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else None
-            if name not in writable:
-                code = code or ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            if name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
-                code = code or ErrorCode.INVALID_TOPIC_EXCEPTION
-            code = code or _precheck(ctx, records, api_version, transactional_id, (name, index))
+            code = topic_code or _precheck(ctx, records, api_version, transactional_id, (name, index))
             if code is not None:
                 result = PartitionProduceResponse(index, code)
             elif records is None:
                 result = PartitionProduceResponse(index, ErrorCode.INVALID_RECORD)
             else:
                 try:
-                    state = ctx.partitions.require_leader(name, index, ctx.node_id)
-                    partition_log = replica_manager.log_for(name, index) if acks == -1 else None
-                    if partition_log is not None and len(state.isr) < partition_log.config.min_insync_replicas:
+                    state = ctx.partitions.require_leader(name, index, node_id)
+                    partition_log = replica_manager.log_for(name, index)
+                    if acks == -1 and len(state.isr) < partition_log.config.min_insync_replicas:
                         raise NotEnoughReplicasError(
                             f"The size of the current ISR {state.isr} is insufficient to satisfy the min.isr "
                             f"requirement of {partition_log.config.min_insync_replicas} for partition {name}-{index}")
-                    info = replica_manager.append(name, index, records, partition_log)
+                    info = replica_manager.append(name, index, records, partition_log, state.leader_epoch)
                 except KafkaError as error:
                     result = PartitionProduceResponse(
                         index, error.error_code, log_start_offset=replica_manager.log_start_offset(name, index),
@@ -113,7 +116,7 @@ async def handle(ctx: BrokerContext, event: RequestReceived, session: Session) -
                 else:
                     result = PartitionProduceResponse(index, ErrorCode.NONE, info.first_offset,
                                                       info.log_append_time_ms, info.log_start_offset)
-                    if partition_log is not None and partition_log.high_watermark <= info.last_offset:  # acks=all
+                    if acks == -1 and partition_log.high_watermark <= info.last_offset:
                         waiting.append((partitions, len(partitions), name, index, info.last_offset + 1,
                                         state.leader_epoch))
             failed = failed or result.error_code != ErrorCode.NONE

@@ -35,7 +35,7 @@ from tests.broker.test_several_brokers_wire import (
 )
 from tests.wire_client import WireClient
 
-NONE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 0, 6, 7
+NONE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS = 0, 6, 7, 19
 LAG_MS = 1000
 
 
@@ -126,6 +126,34 @@ def test_an_acks_all_produce_waiting_on_a_follower_completes_when_it_leaves_the_
         waited = time.monotonic() - started
         assert LAG_MS / 1000 * 0.9 <= waited < LAG_MS / 1000 + 2  # answered when the ISR shrank, not at timeout
         kafka.faults.resume_follower("waiting", 0, 2)
+
+
+def produce_partitions(client: WireClient, topic: str, partitions: int, acks: int,
+                       timeout_ms: int) -> list[tuple[int, int]]:
+    """One Produce request with a one-record batch for each of `partitions`: (error code, base offset) of each."""
+    data = ProduceRequest.TopicProduceData
+    batch = build_batch([Record(offset=0, timestamp=1_700_000_000_000, key=b"k", value=b"v")], base_offset=0)
+    request = ProduceRequest[9](transactional_id=None, acks=acks, timeout_ms=timeout_ms, topic_data=[data(
+        name=topic, partition_data=[data.PartitionProduceData(index=index, records=batch)
+                                    for index in range(partitions)])])
+    answer = client.request(request).responses[0].partition_responses
+    return [(part.error_code, part.base_offset) for part in sorted(answer, key=lambda part: part.index)]
+
+
+def test_acks_all_answers_each_partition_of_one_request_by_its_own_replicas(kafka: MiniKafka) -> None:
+    """The produce path's per-partition checks (issue 36): in one acks=all request, the partition whose follower is
+    paused times out, the one whose follower is in step is acknowledged, and the one whose ISR is below
+    min.insync.replicas is refused without an append; acks=1 appends to all three."""
+    with WireClient(address(kafka, 1)) as client:
+        assert create_topic(client, "mixed", assignments=[[1, 2], [1, 3], [1]],
+                            configs={"min.insync.replicas": "2"}) == NONE
+        kafka.faults.pause_follower("mixed", 0, 2)
+        try:
+            assert produce_partitions(client, "mixed", 3, acks=-1, timeout_ms=300) == [
+                (REQUEST_TIMED_OUT, 0), (NONE, 0), (NOT_ENOUGH_REPLICAS, -1)]
+            assert produce_partitions(client, "mixed", 3, acks=1, timeout_ms=300) == [(NONE, 1), (NONE, 1), (NONE, 0)]
+        finally:
+            kafka.faults.resume_follower("mixed", 0, 2)
 
 
 def test_a_paused_follower_elected_from_the_isr_loses_what_it_lacked(kafka: MiniKafka) -> None:

@@ -58,3 +58,34 @@ def test_a_truncated_body_is_a_protocol_error(cut: int) -> None:
 def test_a_version_beyond_the_classes_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError):
         decode_request(ApiKey.PRODUCE, 99, memoryview(b"\x00" * 10))
+
+
+@pytest.mark.parametrize("version", range(3, SUPPORTED_VERSIONS[ApiKey.PRODUCE][1] + 1))
+def test_produce_records_are_views_of_the_body_not_copies(version: int) -> None:
+    body = memoryview(bytes(produce(version, None).encode()))  # type: ignore[attr-defined]
+    records = decode_request(ApiKey.PRODUCE, version, body).topic_data[0].partition_data[1].records
+    assert isinstance(records, memoryview) and records.obj is body.obj
+    assert bytes(records) == b"r1" * 40
+
+
+def test_produce_with_tagged_fields_decodes_as_the_generic_decoder() -> None:
+    """No client sends them, but a tagged field on a partition is kept as kafka-python keeps it."""
+    request = ProduceRequest[12](transactional_id=None, acks=1, timeout_ms=1500, topic_data=[
+        ProduceRequest.TopicProduceData(name="a", partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=b"abc")])])
+    encoded = bytes(request.encode())  # type: ignore[attr-defined]
+    # the partition's empty tagged fields (the 0 after its records) become one unknown tag 5 of one byte
+    at = encoded.index(b"abc") + 3
+    assert encoded[at] == 0
+    body = memoryview(encoded[:at] + b"\x01\x05\x01\x07" + encoded[at + 1:])
+    decoded = decode_request(ApiKey.PRODUCE, 12, body)
+    assert decoded == REQUEST_CLASSES[ApiKey.PRODUCE].decode(body, version=12)
+    assert decoded.topic_data[0].partition_data[0].unknown_tags
+
+
+@pytest.mark.parametrize("version", [8, 12])
+def test_a_records_field_longer_than_the_body_is_a_protocol_error(version: int) -> None:
+    encoded = bytes(produce(version, None).encode())  # type: ignore[attr-defined]
+    last_records = encoded.rindex(b"r2" * 40)
+    with pytest.raises(ProtocolError):
+        decode_request(ApiKey.PRODUCE, version, memoryview(encoded[:last_records + 10]))
