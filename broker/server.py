@@ -39,6 +39,7 @@ from minikafka.broker.partition_states import PartitionStates
 from minikafka.broker.quotas.quota_managers import QuotaManagers
 from minikafka.broker.replica_manager import ReplicaManager
 from minikafka.broker.security.scram_credentials import ScramCredentialStore
+from minikafka.broker.share.share_metrics import ShareGroupCollector
 from minikafka.broker.startup_error import bind_error
 from minikafka.cleaner.log_cleaner import LogCleaner
 from minikafka.protocol.errors import InvalidConfigError, UnknownTopicOrPartitionError
@@ -134,6 +135,7 @@ class KafkaServer:
         admin.partition_states = self.partition_states
         producer_ids = self.log_manager.producer_ids()
         self._coordinators = LazyCoordinators(functools.partial(self._build_coordinators, admin, producer_ids))
+        self.metrics.register_loop_owned(ShareGroupCollector(lambda: self.share_coordinator))
         authorizer = BrokerContext.authorizer_for(self.config)
         ctx = BrokerContext(
             config=self.config,
@@ -211,7 +213,6 @@ class KafkaServer:
         from minikafka.broker.groups.offsets_topic import ReplicaOffsetsTopic
         from minikafka.broker.groups.scheduler import LoopScheduler
         from minikafka.broker.share.share_coordinator import ShareCoordinator
-        from minikafka.broker.share.share_metrics import ShareGroupCollector
         from minikafka.broker.transactions.transaction_coordinator import TransactionCoordinator
         from minikafka.broker.transactions.transaction_log import TRANSACTION_STATE_TOPIC
         from minikafka.broker.transactions.transaction_marker_writer import ReplicaTxnMarkerWriter
@@ -221,7 +222,6 @@ class KafkaServer:
         share_coordinator = ShareCoordinator.for_broker(
             self.config.props, group_coordinator.manager, group_coordinator.status, self.replica_manager,
             admin, self.clock)
-        self.metrics.register_loop_owned(ShareGroupCollector(share_coordinator))
 
         async def allocate_producer_id() -> int:
             return await asyncio.to_thread(producer_ids.next_producer_id)

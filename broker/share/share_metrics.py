@@ -10,29 +10,33 @@ prometheus_client's own locking."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from minikafka.broker.share.share_coordinator import ShareCoordinator
+if TYPE_CHECKING:
+    from minikafka.broker.share.share_coordinator import ShareCoordinator
 
 __all__ = ["ShareGroupCollector"]
 
 
 class ShareGroupCollector(Collector):
     """Share sessions, share partitions and record states over every share group, from the coordinator's read model
-    when scraped."""
+    when scraped; every family is served (at zero) before the coordinators are built (broker/lazy_coordinators.py)."""
 
-    def __init__(self, coordinator: ShareCoordinator) -> None:
+    def __init__(self, coordinator: Callable[[], ShareCoordinator | None]) -> None:
         self._coordinator = coordinator
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        model = self._coordinator.read_model()
+        coordinator = self._coordinator()
+        model = coordinator.read_model() if coordinator is not None else None
         prefix = "kafka_server_sharesessioncache_"
-        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached", value=model.share_sessions)
+        yield GaugeMetricFamily(prefix + "sharesessionscount", "Share sessions cached",
+                                value=model.share_sessions if model is not None else 0)
         yield GaugeMetricFamily(prefix + "sharepartitionscount", "Partitions over all share sessions",
-                                value=model.share_session_partitions)
+                                value=model.share_session_partitions if model is not None else 0)
         labels = ["topic", "partition"]
         messages = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
                                      "Records in flight (not yet acknowledged or archived) of a partition's share "
@@ -46,7 +50,7 @@ class ShareGroupCollector(Collector):
                                       labels=["state"])
         per_partition: dict[tuple[str, str], list[int]] = {}
         totals = {"in_flight": 0, "archived": 0}
-        for summary in model.partitions:
+        for summary in model.partitions if model is not None else ():
             topic = "" if summary.topic == str(summary.topic_id) else summary.topic
             counts = per_partition.setdefault((topic, str(summary.partition)), [0, 0])
             counts[0] += summary.in_flight
