@@ -295,6 +295,13 @@ def test_a_read_continuing_where_the_last_ended_is_one_pread_and_reads_what_a_fr
     for start in (kept, 0, cut, cut + 4):
         consume(start, 400)
 
+    segment = log.segments()[-1]
+    kept = offsets_in(bytes(log.read(0, 300).records))[-1] + 1
+    assert segment.read_with_last_offset(kept, 20, min_one_message=False) == (b"", -1)  # a batch over max_bytes
+    whole, last = segment.read_with_last_offset(kept, 20)  # ... or all of it
+    assert offsets_in(bytes(whole))[0] == kept and offsets_in(bytes(whole))[-1] == last
+    assert whole == cold_read(kept, 20)
+
     preads: list[int] = []
     real_pread = os.pread
 
@@ -302,7 +309,6 @@ def test_a_read_continuing_where_the_last_ended_is_one_pread_and_reads_what_a_fr
         preads.append(length)
         return real_pread(fd, length, position)
 
-    segment = log.segments()[-1]
     first = offsets_in(bytes(log.read(0, 400).records))[-1] + 1
     monkeypatch.setattr(os, "pread", counting_pread)
     continued = log.read(first, 400).records
