@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from minikafka.protocol.errors import CorruptMessageError
-from minikafka.protocol.records import LOG_OVERHEAD, RecordBatch, TimestampType, iter_batches
+from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch, TimestampType, iter_batches
 from minikafka.protocol.records.batch_header import LENGTH_OFFSET
 from minikafka.protocol.records.batch_header import last_offset as _last_offset
 from minikafka.storage.file_records import FileRecords
@@ -27,6 +27,8 @@ from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
 from minikafka.storage.transaction_index import AbortedTransaction, TransactionIndex
 
 _BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, at LENGTH_OFFSET
+#: where recent reads ended, kept per segment: one entry per consumer reading it in step is enough
+READ_ENDS_KEPT = 8
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +111,10 @@ class LogSegment:
         #: broker time of the first append (idle-roll deadline); `created_ms` until something is appended.
         self.first_append_time_ms: int | None = None
         self.created_ms = created_ms
+        #: next offset -> file position where a recent read's whole batches ended (a batch start, or the end of
+        #: the file then): a consumer's next Fetch starts there, with no index lookup or header read. Positions
+        #: stay true while the segment only grows; anything that cuts the file clears them.
+        self._read_ends: dict[int, int] = {}
         if self.log.size_bytes:
             self._load_state()
 
@@ -253,6 +259,7 @@ class LogSegment:
 
     def _restore(self, state: _AppendState) -> None:
         """Undo a failed append. Shrinking files needs no free space, so this fails only on a broken disk."""
+        self._read_ends.clear()
         self.log.truncate_to(state.log_size_bytes)
         self.offset_index.truncate_entries(state.offset_index_entries)
         self.time_index.truncate_entries(state.time_index_entries)
@@ -329,20 +336,39 @@ class LogSegment:
         self, start_offset: int, max_bytes: int, max_position: int | None = None, min_one_message: bool = True
     ) -> tuple[bytes | memoryview, int]:
         """`read()`'s batches and the last offset of the last of them (-1 when none): the scan that finds where
-        the whole batches end also finds the last one's header, so a Fetch never walks the batches again."""
-        found = self._find_batch(start_offset)
-        if found is None:
-            return b"", -1
-        start_position, _, first_size = found
+        the whole batches end also finds the last one's header, so a Fetch never walks the batches again. A read
+        from where an earlier one ended (a consumer's next Fetch) starts at that position with one pread: the
+        first batch's length comes from the bytes read, not from a header read of its own."""
         limit = self.log.size_bytes if max_position is None else min(max_position, self.log.size_bytes)
+        start_position = self._read_ends.get(start_offset)
+        data: bytes | None = None
+        if start_position is not None and limit - start_position < BATCH_HEADER_SIZE:
+            return b"", -1  # caught up: no batch ends below the limit (a long poll's re-reads)
+        if start_position is not None and max_bytes >= LOG_OVERHEAD:
+            data = self.log.read(start_position, min(max_bytes, limit - start_position))
+            if len(data) < LOG_OVERHEAD:
+                return b"", -1
+            first_size = _BATCH_LENGTH.unpack_from(data, LENGTH_OFFSET)[0] + LOG_OVERHEAD
+            if first_size < BATCH_HEADER_SIZE:  # as header_at: no readable batch here
+                return b"", -1
+        else:
+            found = self._find_batch(start_offset)
+            if found is None:
+                return b"", -1
+            start_position, _, first_size = found
         if start_position + first_size > limit:
             return b"", -1
         if first_size > max_bytes:  # the first batch alone is over the limit: all of it, or nothing
             if not min_one_message:
                 return b"", -1
             batch = self.log.read(start_position, first_size)
-            return batch, (_last_offset(batch, 0) if len(batch) == first_size else -1)
-        data = self.log.read(start_position, min(max_bytes, limit - start_position))
+            if len(batch) != first_size:
+                return batch, -1
+            last = _last_offset(batch, 0)
+            self._remember_read_end(last + 1, start_position + first_size)
+            return batch, last
+        if data is None:
+            data = self.log.read(start_position, min(max_bytes, limit - start_position))
         size = len(data)
         # Where the whole batches end: scan the batch lengths from the last indexed batch start in the read (one
         # every index.interval.bytes) rather than from its first batch, which for a 1 MiB read of 16 KB batches
@@ -363,7 +389,15 @@ class LogSegment:
             if last_start >= 0:
                 break
         last = -1 if last_start < 0 else _last_offset(data, last_start)
+        if last >= 0:
+            self._remember_read_end(last + 1, start_position + end)
         return (data if end == size else memoryview(data)[:end]), last
+
+    def _remember_read_end(self, next_offset: int, position: int) -> None:
+        read_ends = self._read_ends
+        if next_offset not in read_ends and len(read_ends) >= READ_ENDS_KEPT:
+            del read_ends[next(iter(read_ends))]  # the oldest
+        read_ends[next_offset] = position
 
     def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at/after `starting_offset` with timestamp >= target."""
@@ -387,6 +421,7 @@ class LogSegment:
         into it and the transaction index is rebuilt from the markers (Kafka's LogSegment.recover); without,
         the transaction index only loses the entries past the valid end. Returns the bytes truncated.
         """
+        self._read_ends.clear()
         self.offset_index.truncate_to(self.base_offset)
         self.time_index.truncate_to(self.base_offset)
         if producer_state is not None:
@@ -430,6 +465,7 @@ class LogSegment:
             header = self.log.header_at(position)
             position += header[1] if header else 0
         removed = self.log.size_bytes - position
+        self._read_ends.clear()
         self.log.truncate_to(position)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)

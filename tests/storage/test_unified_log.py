@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
@@ -243,6 +244,79 @@ def test_reads_end_at_the_last_whole_batch_for_every_size_and_start(make_log: Lo
             assert bytes(records) == everything[start:end], (base, max_bytes)
             assert last == fitting[-1][3], (base, max_bytes)
             assert log.read(base, max_bytes).records == records
+
+
+def test_a_read_continuing_where_the_last_ended_is_one_pread_and_reads_what_a_fresh_log_reads(
+        make_log: LogFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer's next Fetch starts where its last read ended (LogSegment keeps those positions): it must read
+    the same bytes as a read without kept positions through appends, catching up with the log end,
+    and a truncation that cuts under kept positions (other sizes re-appended there), and the
+    continuing read is a single pread where a cold one first reads batch headers."""
+    log = make_log({"index.interval.bytes": "150", "segment.bytes": "100000"})
+
+    def append(count: int, size: int) -> None:
+        for i in range(count):
+            log.append_as_leader(batch(*[b"v" * (size + 11 * ((i + r) % 5)) for r in range(1 + i % 3)]))
+
+    def cold_read(offset: int, max_bytes: int) -> bytes:
+        """The read with no kept positions (as the segments had none), keeping them for the next warm read."""
+        kept = [(segment, dict(segment._read_ends)) for segment in log.segments()]
+        for segment, _ in kept:
+            segment._read_ends.clear()
+        try:
+            return bytes(log.read(offset, max_bytes).records)
+        finally:
+            for segment, read_ends in kept:
+                segment._read_ends.clear()
+                segment._read_ends.update(read_ends)
+
+    def consume(offset: int, max_bytes: int) -> int:
+        """Read from `offset` until caught up, checking every read; the next offset."""
+        while True:
+            records = bytes(log.read(offset, max_bytes).records)
+            assert records == cold_read(offset, max_bytes), (offset, max_bytes)
+            if not records:
+                return offset
+            offset = offsets_in(records)[-1] + 1
+
+    append(30, 40)
+    offset = consume(0, 700)
+    assert offset == log.log_end_offset
+    assert log.read(offset, 700).records == b""  # caught up, again
+    append(10, 90)  # the log grows past where the consumer stopped
+    offset = consume(offset, 500)
+    assert offset == log.log_end_offset
+    consume(0, 333)  # a second consumer, other steps
+    cut = [b.base_offset for b in iter_batches(bytes(log.read(0, 1 << 20).records))][12]
+    kept = offsets_in(bytes(log.read(cut, 400).records))[-1] + 1  # a position kept past the cut
+    log.truncate_to(cut)  # at a batch start
+    append(15, 25)
+    assert cut < kept < log.log_end_offset
+    for start in (kept, 0, cut, cut + 4):
+        consume(start, 400)
+
+    segment = log.segments()[-1]
+    kept = offsets_in(bytes(log.read(0, 300).records))[-1] + 1
+    assert segment.read_with_last_offset(kept, 20, min_one_message=False) == (b"", -1)  # a batch over max_bytes
+    whole, last = segment.read_with_last_offset(kept, 20)  # ... or all of it
+    assert offsets_in(bytes(whole))[0] == kept and offsets_in(bytes(whole))[-1] == last
+    assert whole == cold_read(kept, 20)
+
+    preads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, length: int, position: int) -> bytes:
+        preads.append(length)
+        return real_pread(fd, length, position)
+
+    first = offsets_in(bytes(log.read(0, 400).records))[-1] + 1
+    monkeypatch.setattr(os, "pread", counting_pread)
+    continued = log.read(first, 400).records
+    assert preads == [400] and continued
+    preads.clear()
+    segment._read_ends.clear()
+    assert log.read(first, 400).records == continued
+    assert len(preads) > 1  # the cold read looks for the batch first
 
 
 def test_index_entries_and_trimmed_files(make_log: LogFactory) -> None:
