@@ -77,6 +77,28 @@ def _end_of(body: memoryview, position: int, size: int) -> int:
     return end
 
 
+def _nullable_string(body: memoryview, position: int, flexible: bool) -> tuple[str | None, int]:
+    if flexible:
+        size, position = _unsigned_varint(body, position)
+        size -= 1
+    else:
+        (size,) = _INT16.unpack_from(body, position)
+        position += 2
+    if size < 0:
+        return None, position
+    end = _end_of(body, position, size)
+    return str(body[position:end], "utf-8"), end
+
+
+def _array_length(body: memoryview, position: int, flexible: bool) -> tuple[int, int]:
+    """An array's element count (-1: null)."""
+    if flexible:
+        count, position = _unsigned_varint(body, position)
+        return count - 1, position
+    (count,) = _INT32.unpack_from(body, position)
+    return count, position + 4
+
+
 def _no_tagged_fields(body: memoryview, position: int) -> int:
     if body[position] != 0:
         raise _TaggedFields
@@ -85,48 +107,15 @@ def _no_tagged_fields(body: memoryview, position: int) -> int:
 
 def _decode(body: memoryview, position: int, version: int, flexible: bool) -> tuple[Any, int]:
     request = _new(ProduceRequest, version)
-    # transactional_id: nullable string
-    if flexible:
-        size, position = _unsigned_varint(body, position)
-        size -= 1
-    else:
-        (size,) = _INT16.unpack_from(body, position)
-        position += 2
-    if size < 0:
-        request.transactional_id = None
-    else:
-        end = _end_of(body, position, size)
-        request.transactional_id = str(body[position:end], "utf-8")
-        position = end
+    request.transactional_id, position = _nullable_string(body, position, flexible)
     request.acks, request.timeout_ms = _ACKS_AND_TIMEOUT.unpack_from(body, position)
     position += 6
-    if flexible:
-        count, position = _unsigned_varint(body, position)
-        count -= 1
-    else:
-        (count,) = _INT32.unpack_from(body, position)
-        position += 4
+    count, position = _array_length(body, position, flexible)
     topics: list[Any] | None = None if count == -1 else []  # as the compiled decoder reads a count
     for _ in range(count):
         topic = _new(_TOPIC, version)
-        if flexible:
-            size, position = _unsigned_varint(body, position)
-            size -= 1
-        else:
-            (size,) = _INT16.unpack_from(body, position)
-            position += 2
-        if size < 0:
-            topic.name = None
-        else:
-            end = _end_of(body, position, size)
-            topic.name = str(body[position:end], "utf-8")
-            position = end
-        if flexible:
-            partition_count, position = _unsigned_varint(body, position)
-            partition_count -= 1
-        else:
-            (partition_count,) = _INT32.unpack_from(body, position)
-            position += 4
+        topic.name, position = _nullable_string(body, position, flexible)
+        partition_count, position = _array_length(body, position, flexible)
         partitions: list[Any] | None = None if partition_count == -1 else []
         for _ in range(partition_count):  # the hot loop, one pass per batch: the helpers inline
             partition = object.__new__(_PARTITION)
