@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.net.sasl.scram import ScramClient
 
 from tests.integration.sasl_broker import SaslMiniKafka
@@ -275,6 +276,11 @@ class AuthenticatedTraffic:
         self.config = {"bootstrap.servers": bootstrap, "security.protocol": "sasl_plaintext",
                        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": "alice-secret"}
         self.topic = f"served-{uuid.uuid4().hex[:8]}"
+        # created before the consumer subscribes: a subscription that finds no topic reports an error (librdkafka's
+        # "Subscribed topic not available"), which is not what this traffic is here to watch
+        admin = AdminClient(self.config)  # kept until the futures are done: its handle answers them
+        for future in admin.create_topics([NewTopic(self.topic, 1, 1)]).values():
+            future.result(30)
         self.sent: dict[int, float] = {}
         self.latencies: dict[int, float] = {}
         self.errors: list[str] = []

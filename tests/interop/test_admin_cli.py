@@ -81,6 +81,18 @@ def metadata(bootstrap: str, topics: list[str]) -> Any:
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
 
 
+def topic_id_of(bootstrap: str, topic: str, timeout_s: float = 30.0) -> Any:
+    """The topic's id once Metadata lists it: Apache Kafka's broker learns a topic CreateTopics just made from its
+    controller a moment later (until then Metadata answers UNKNOWN_TOPIC_OR_PARTITION, with no id)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        (found,) = metadata(bootstrap, [topic]).topics
+        if found.error_code == 0 and found.topic_id is not None:
+            return found.topic_id
+        assert time.monotonic() < deadline, f"{topic} is not in Metadata after {timeout_s} s (error {found.error_code})"
+        time.sleep(0.05)
+
+
 def produce_idempotent(bootstrap: str, topic: str, partition: int, count: int) -> int:
     """Send `count` records with kafka-python's idempotent producer; returns its producer id."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=5)
@@ -156,7 +168,7 @@ def test_kafka_topics_describe_lists_every_partition(
 ) -> None:
     topic = fresh_topic("topics")
     create_topic(target_broker.bootstrap, topic, 3)
-    topic_id = metadata(target_broker.bootstrap, [topic]).topics[0].topic_id
+    topic_id = topic_id_of(target_broker.bootstrap, topic)
     before = target_broker.requests_served("DescribeTopicPartitions") if target_broker.metrics_port else 0.0
     args = ["--bootstrap-server", target_broker.bootstrap, "--describe", "--topic", topic]
     if page_limit is not None:
