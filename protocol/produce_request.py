@@ -16,6 +16,8 @@ from typing import Any
 
 from kafka.protocol.producer.produce import ProduceRequest
 
+from minikafka.protocol.records.varint import decode_unsigned_varint
+
 FIRST_VERSION = 3
 LAST_VERSION = 12
 FIRST_FLEXIBLE_VERSION = 9
@@ -57,19 +59,6 @@ def _new(cls: type, version: int) -> Any:
     return obj
 
 
-def _unsigned_varint(body: memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = body[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-        if shift > 28:
-            raise ValueError("unsigned varint longer than 5 bytes")
-
-
 def _end_of(body: memoryview, position: int, size: int) -> int:
     end = position + size
     if end > len(body):
@@ -79,7 +68,7 @@ def _end_of(body: memoryview, position: int, size: int) -> int:
 
 def _nullable_string(body: memoryview, position: int, flexible: bool) -> tuple[str | None, int]:
     if flexible:
-        size, position = _unsigned_varint(body, position)
+        size, position = decode_unsigned_varint(body, position)
         size -= 1
     else:
         (size,) = _INT16.unpack_from(body, position)
@@ -93,7 +82,7 @@ def _nullable_string(body: memoryview, position: int, flexible: bool) -> tuple[s
 def _array_length(body: memoryview, position: int, flexible: bool) -> tuple[int, int]:
     """An array's element count (-1: null)."""
     if flexible:
-        count, position = _unsigned_varint(body, position)
+        count, position = decode_unsigned_varint(body, position)
         return count - 1, position
     (count,) = _INT32.unpack_from(body, position)
     return count, position + 4
