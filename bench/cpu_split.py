@@ -1,14 +1,15 @@
 """Broker user and system CPU per GB under Kafka's ProducerPerformance or ConsumerPerformance (issue 14).
 
-    .venv/bin/python -m bench.cpu_split minikafka|apache [--op produce|consume] [--partitions 8] [--acks all]
+    .venv/bin/python -m bench.cpu_split minikafka|apache [--op produce|consume|assign] [--partitions 8] [--acks all]
         [--record-bytes 1024] [--records 1000000] [--compression none] [--runs 3] [--hook "perf record -p PID ..."]
 
 Starts one broker, warms it with two runs of the case, then measures `--runs` more, each on a fresh topic (for
-`--op consume` the topic is filled first, unmeasured), reading the broker tree's utime and stime from /proc before
-and after each. Unlike `bench.throughput`'s total, the split shows where a change lands (the Python in user time,
-copies and sockets mostly in system time). `--hook` runs a command around the last measured run, `PID` replaced by
-the broker's pid (e.g. `perf record -g -p PID -o perf.data`, `strace -c -f -p PID -o strace.txt`); it gets SIGINT
-when the run ends. Prints one line per run; records nothing.
+`--op consume` and `--op assign` the topic is filled first, unmeasured; `assign` reads it with bench.throughput's
+group-less confluent-kafka consumer, `consume` with ConsumerPerformance), reading the broker tree's utime and
+stime from /proc before and after each. Unlike `bench.throughput`'s total, the split shows where a change lands
+(the Python in user time, copies and sockets mostly in system time). `--hook` runs a command around the last
+measured run, `PID` replaced by the broker's pid (e.g. `perf record -g -p PID -o perf.data`, `strace -c -f -p PID
+-o strace.txt`); it gets SIGINT when the run ends. Prints one line per run; records nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ import time
 from pathlib import Path
 
 from bench.proc_cpu import process_tree
-from bench.throughput import Case, create_topic, minikafka_server, run_consumer_perf, run_producer_perf
+from bench.throughput import (
+    Case,
+    create_topic,
+    minikafka_server,
+    run_assigned_consume,
+    run_consumer_perf,
+    run_producer_perf,
+)
 from tests.apache_kafka import ApacheKafka
 from tests.kafka_jars import ensure_kafka_jars
 
@@ -47,7 +55,7 @@ def user_and_system_s(pid: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu_split", description=__doc__.split("\n")[0])
     parser.add_argument("broker", choices=("minikafka", "apache"))
-    parser.add_argument("--op", choices=("produce", "consume"), default="produce")
+    parser.add_argument("--op", choices=("produce", "consume", "assign"), default="produce")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--acks", default="all")
     parser.add_argument("--record-bytes", type=int, default=1024)
@@ -56,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hook", help="command run around the last measured run; PID is the broker's pid")
     args = parser.parse_args(argv)
+    consume = run_consumer_perf if args.op == "consume" else (
+        lambda _lib_dir, bootstrap, topic, case: run_assigned_consume(bootstrap, topic, case))
     case = Case(args.record_bytes, args.partitions, args.acks, args.records, args.compression)
     lib_dir = ensure_kafka_jars()
     with tempfile.TemporaryDirectory(prefix="cpu-split-") as work, contextlib.ExitStack() as stack:
@@ -68,20 +78,19 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(2):
             create_topic(bootstrap, f"warm-{index}", case.partitions)
             run_producer_perf(lib_dir, bootstrap, f"warm-{index}", case)
-            if args.op == "consume":
-                run_consumer_perf(lib_dir, bootstrap, f"warm-{index}", case)
+            if args.op != "produce":
+                consume(lib_dir, bootstrap, f"warm-{index}", case)
         for run in range(args.runs):
             topic = f"measured-{run}"
             create_topic(bootstrap, topic, case.partitions)
-            if args.op == "consume":
+            if args.op != "produce":
                 run_producer_perf(lib_dir, bootstrap, topic, case)
             hook = None
             if args.hook and run == args.runs - 1:
                 hook = subprocess.Popen(shlex.split(args.hook.replace("PID", str(pid))))
                 time.sleep(1)
             user_before, system_before = user_and_system_s(pid)
-            measured = (run_producer_perf if args.op == "produce" else run_consumer_perf)(lib_dir, bootstrap, topic,
-                                                                                         case)
+            measured = (run_producer_perf if args.op == "produce" else consume)(lib_dir, bootstrap, topic, case)
             user_after, system_after = user_and_system_s(pid)
             if hook is not None:
                 hook.send_signal(signal.SIGINT)
