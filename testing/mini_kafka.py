@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import random
 import re
 import shutil
 import signal
@@ -67,34 +68,59 @@ class UnknownConfigWarning(UserWarning):
     pytest's `-W error::minikafka.testing.UnknownConfigWarning` (or a filterwarnings entry) make it an error."""
 
 
+_EPHEMERAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: how many ports below the kernel's ephemeral range the ports are picked from
+_LISTEN_PORT_SPAN = 12_000
+
+
+def _listen_port_range() -> range | None:
+    """The ports just below the kernel's ephemeral range (Linux): no outgoing connection takes its source port from
+    there, so a port a stopped broker freed is still free when it starts again on it (`restart()`, `kill()` then
+    `start()`). A client's source port landing on it in between would otherwise fail the bind. None when the range
+    cannot be read or leaves no room below it."""
+    try:
+        low = int(_EPHEMERAL_PORT_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    ports = range(max(1024, low - _LISTEN_PORT_SPAN), low)
+    return ports if len(ports) >= 1000 else None
+
+
+def _bindable(ports: range) -> bool:
+    probes = []
+    try:
+        for port in ports:
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            probes.append(probe)
+            probe.bind((LOOPBACK, port))
+    except OSError:
+        return False
+    finally:
+        for probe in probes:
+            probe.close()
+    return True
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral range where there is one."""
+    return free_ports(1)
 
 
 def free_ports(count: int) -> int:
-    """The first of `count` consecutive TCP ports on 127.0.0.1 that were all free a moment ago."""
-    if count == 1:
-        return free_port()
+    """The first of `count` consecutive TCP ports on 127.0.0.1 that were all free a moment ago: picked at random
+    below the kernel's ephemeral range (`_listen_port_range`), else the OS picks the first."""
+    candidates = _listen_port_range()
     for _attempt in range(50):
-        first = free_port()
-        if first + count - 1 > 65535:
-            continue
-        probes = []
-        try:
-            for port in range(first + 1, first + count):
-                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                probes.append(probe)
-                probe.bind((LOOPBACK, port))
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                probe.close()
-        return first
+        if candidates is not None:
+            first = random.randrange(candidates.start, candidates.stop - count + 1)
+        else:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind((LOOPBACK, 0))
+                first = probe.getsockname()[1]
+            if first + count - 1 > 65535:
+                continue
+        if _bindable(range(first, first + count)):
+            return first
     raise OSError(f"no {count} consecutive free ports found on {LOOPBACK}")
 
 

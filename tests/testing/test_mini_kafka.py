@@ -100,6 +100,26 @@ def test_start_moves_to_free_ports_when_its_port_was_taken_meanwhile() -> None:
             assert metadata_broker_count(host, int(port)) == 1
 
 
+def test_its_ports_lie_below_the_ephemeral_range_so_no_client_connection_takes_them_before_a_restart() -> None:
+    """restart() and kill()/start() bind the same ports again; a client connection's source port, which the kernel
+    picks from its ephemeral range, took one of them once between a stop and the start ('address already in
+    use' in a clean-clone run). Ports below that range cannot be taken that way."""
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    kafka = MiniKafka(brokers=3, listeners={"CLIENTS": "PLAINTEXT"})
+    ports = [kafka.port + index for index in range(3)] + [kafka.listener_ports["CLIENTS"] + index for index in range(3)]
+    assert all(port < low for port in [*ports, kafka.metrics_port]), (ports, kafka.metrics_port, (low, high))
+    with kafka:
+        clients = [socket.create_connection(("127.0.0.1", kafka.port)) for _ in range(200)]
+        try:
+            assert not {client.getsockname()[1] for client in clients} & {*ports, kafka.metrics_port}
+            kafka.kill()
+            kafka.start()
+            assert metadata_broker_count("127.0.0.1", kafka.port) == 3
+        finally:
+            for client in clients:
+                client.close()
+
+
 def test_a_relative_data_dir_is_taken_from_the_tests_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
