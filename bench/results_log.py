@@ -63,6 +63,8 @@ GOALS: dict[str, tuple[str, str]] = {
     "share-throughput": ("share group, one partition, 1 KiB records, explicit ACCEPT (issue 23)",
                          ">= 1x Apache Kafka's records/s at <= 1x its broker CPU"),
     "share-kill-loop": ("share consumption under kill -9 (issue 23)", "nothing acknowledged delivered again"),
+    "compaction-while-serving": ("compaction while serving, side by side (issue 36)",
+                                 "produce p99 while cleaning and cleaning time no worse than Apache Kafka's"),
     "cluster-startup": ("MiniKafka(brokers=3) start-up (issue 39)", "<= 1.5x one broker's; Apache Kafka's 3 nodes "
                         "beside it"),
 }

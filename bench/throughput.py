@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -188,15 +188,18 @@ def minikafka_broker(work_dir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def minikafka_server(work_dir: Path, source: Path | None = None) -> Iterator[tuple[str, int]]:
+def minikafka_server(work_dir: Path, source: Path | None = None,
+                     overrides: Sequence[str] = ()) -> Iterator[tuple[str, int]]:
     """`minikafka serve` in a subprocess (its own process group) on a free loopback port; yields (bootstrap, pid).
-    `source`: another checkout's `src` directory to run instead of this one (same interpreter and packages)."""
+    `source`: another checkout's `src` directory to run instead of this one (same interpreter and packages);
+    `overrides`: more `key=value` broker settings."""
     port = free_port()
     script = REPO_ROOT / ".venv" / "bin" / "minikafka"
     base = [str(script)] if script.exists() and source is None else [sys.executable, "-m", "minikafka.broker"]
     env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
     overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
-                 "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0"]  # as bench/apache_kafka.py
+                 "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0",  # as bench/apache_kafka.py
+                 *overrides]
     command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]
     with open(work_dir / "minikafka.log", "ab") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT if source is None else source, env=env, stdout=log,
