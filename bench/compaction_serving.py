@@ -80,32 +80,38 @@ class Run:
 
 
 class Probe:
-    """An open-loop producer on its own thread: one record due every 1/rate s; `samples` holds (due time, latency
-    in s) per delivered record. Owns its confluent-kafka Producer, which only its thread touches."""
+    """An open-loop producer: one record due every 1/rate s; `samples` holds (due time, latency in s) per delivered
+    record. Owns a confluent-kafka Producer that two threads of its own share, as librdkafka allows: one sends on
+    schedule, the other serves delivery reports as they come (a report served at the sender's next turn would
+    carry up to a period of the probe's own delay)."""
 
     def __init__(self, bootstrap: str, rate: float, value_bytes: int) -> None:
-        self.bootstrap, self.rate, self.value = bootstrap, rate, os.urandom(value_bytes)
+        from confluent_kafka import Producer
+
+        self.rate, self.value = rate, os.urandom(value_bytes)
         self.samples: list[tuple[float, float]] = []
         self.failed = 0
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="probe", daemon=True)
+        self._threads = [threading.Thread(target=self._send, name="probe-send", daemon=True),
+                         threading.Thread(target=self._serve_reports, name="probe-reports", daemon=True)]
 
     def __enter__(self) -> Probe:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(60)
+        for thread in self._threads:
+            thread.join(60)
+        self._producer.flush(30)
 
     def phase(self, start: float, end: float) -> Phase:
         """The latencies (ms) of the records due in [start, end]."""
         return Phase([latency * 1000 for due, latency in list(self.samples) if start <= due <= end], self.failed)
 
-    def _run(self) -> None:
-        from confluent_kafka import Producer
-
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": 1, "linger.ms": 0})
+    def _send(self) -> None:
         started = time.monotonic()
         index = 0
         while not self._stop.is_set():
@@ -114,10 +120,12 @@ class Probe:
             if wait > 0:
                 time.sleep(wait)
             late = time.monotonic() - due
-            producer.produce(PROBE_TOPIC, self.value, on_delivery=partial(self._delivered, due, late))
-            producer.poll(0)
+            self._producer.produce(PROBE_TOPIC, self.value, on_delivery=partial(self._delivered, due, late))
             index += 1
-        producer.flush(30)
+
+    def _serve_reports(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
 
     def _delivered(self, due: float, late: float, error: object, message: object) -> None:
         if error is not None:
@@ -207,6 +215,9 @@ def measure_topic(name: str, bootstrap: str, pid: int, log_dir: Path, topic_name
     directory = log_dir / f"{topic_name}-0"
     fill(bootstrap, topic_name, records, args.keys, args.value_bytes, args.seed)
     bytes_before = partition_state(directory)[0]
+    if bytes_before <= SEGMENT_BYTES:
+        raise SystemExit(f"{topic_name}: {records:,} records make {bytes_before:,} bytes, not more than one segment "
+                         f"of {SEGMENT_BYTES:,}: nothing would be cleanable (more --records or --value-bytes)")
     with Probe(bootstrap, args.rate, args.value_bytes) as probe:
         time.sleep(1.0)  # connected and past its first Metadata
         idle_start = time.monotonic()
@@ -316,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run_broker(name, Path(work), lib_dir, args))
                 print(table(runs[-1:]).splitlines()[-1], flush=True)
     rendered = table(runs)
-    summary = "minikafka / Kafka (median of the rounds' ratios): " + ", ".join(
-        f"{label} {value:.2f}x" for label, value in ratios(runs).items())
+    summary = "minikafka / Kafka (median of the rounds' ratios): " + (", ".join(
+        f"{label} {value:.2f}x" for label, value in ratios(runs).items()) or "n/a, one broker only")
     print(rendered)
     print(summary)
     if not args.no_record:
