@@ -197,10 +197,10 @@ def minikafka_server(work_dir: Path, source: Path | None = None,
     script = REPO_ROOT / ".venv" / "bin" / "minikafka"
     base = [str(script)] if script.exists() and source is None else [sys.executable, "-m", "minikafka.broker"]
     env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
-    overrides = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
-                 "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0",  # as bench/apache_kafka.py
-                 *overrides]
-    command = [*base, "serve", *[arg for item in overrides for arg in ("--override", item)]]
+    settings = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={work_dir / 'data'}",
+                "minikafka.metrics.port=0", "group.initial.rebalance.delay.ms=0",  # as bench/apache_kafka.py
+                *overrides]
+    command = [*base, "serve", *[arg for item in settings for arg in ("--override", item)]]
     with open(work_dir / "minikafka.log", "ab") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT if source is None else source, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

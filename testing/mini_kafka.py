@@ -71,6 +71,8 @@ class UnknownConfigWarning(UserWarning):
 _EPHEMERAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 #: how many ports below the kernel's ephemeral range the ports are picked from
 _LISTEN_PORT_SPAN = 12_000
+#: the OS's randomness, not the `random` module's state, which test runners seed alike in every worker
+_PORT_CHOICE = random.SystemRandom()
 
 
 def _listen_port_range() -> range | None:
@@ -112,7 +114,7 @@ def free_ports(count: int) -> int:
     candidates = _listen_port_range()
     for _attempt in range(50):
         if candidates is not None:
-            first = random.randrange(candidates.start, candidates.stop - count + 1)
+            first = _PORT_CHOICE.randrange(candidates.start, candidates.stop - count + 1)
         else:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
                 probe.bind((LOOPBACK, 0))
