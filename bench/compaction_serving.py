@@ -40,7 +40,8 @@ from functools import partial
 from pathlib import Path
 
 from bench.proc_cpu import ProcessTreeCpu
-from bench.results_log import append_history, append_results, history_header, result, this_command
+from bench.results_log import BenchResult, append_history, append_results, history_header, result, this_command
+from bench.soak import percentile
 from bench.throughput import create_topic, minikafka_server
 from tests.apache_kafka import ApacheKafka
 from tests.kafka_jars import ensure_kafka_jars
@@ -62,8 +63,7 @@ class Phase:
     failed: int
 
     def percentile(self, fraction: float) -> float:
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+        return percentile(self.latencies_ms, fraction)
 
 
 @dataclass(frozen=True)
@@ -264,19 +264,25 @@ def table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+#: the figures compared, minikafka / Kafka: label -> the figure of one run
+MEASURES: dict[str, Callable[[Run], float]] = {
+    "cleaning s": lambda run: run.cleaning_s,
+    "cleaning CPU s": lambda run: run.cleaning_cpu_s,
+    "idle p99": lambda run: run.idle.percentile(0.99),
+    "cleaning p99": lambda run: run.cleaning.percentile(0.99),
+}
+
+
+def _by_broker(runs: list[Run]) -> tuple[list[Run], list[Run]]:
+    """(minikafka's runs, Kafka's runs), each in round order."""
+    return [run for run in runs if run.broker == "minikafka"], [run for run in runs if run.broker == "apache"]
+
+
 def ratios(runs: list[Run]) -> dict[str, float]:
-    """minikafka / Kafka, the median over rounds of each round's ratio: cleaning time, cleaning CPU, p99 idle and
-    while cleaning."""
-    ours = [run for run in runs if run.broker == "minikafka"]
-    theirs = [run for run in runs if run.broker == "apache"]
-    measures: dict[str, Callable[[Run], float]] = {
-        "cleaning s": lambda run: run.cleaning_s,
-        "cleaning CPU s": lambda run: run.cleaning_cpu_s,
-        "idle p99": lambda run: run.idle.percentile(0.99),
-        "cleaning p99": lambda run: run.cleaning.percentile(0.99),
-    }
+    """minikafka / Kafka for each of MEASURES, the median over rounds of each round's ratio."""
+    ours, theirs = _by_broker(runs)
     return {label: statistics.median(measure_of(o) / measure_of(t) for o, t in zip(ours, theirs, strict=False))
-            for label, measure_of in measures.items() if ours and theirs}
+            for label, measure_of in MEASURES.items() if ours and theirs}
 
 
 def record(command: str, rendered: str, summary: str, runs: list[Run], args: argparse.Namespace,
@@ -286,21 +292,19 @@ def record(command: str, rendered: str, summary: str, runs: list[Run], args: arg
               f"segment.bytes {SEGMENT_BYTES}; probe: {args.rate:g} records/s of {args.value_bytes} B, acks=1, "
               f"linger.ms=0, open loop; log.cleaner.backoff.ms={BACKOFF_MS} on both", "", rendered, "", summary]
     append_history("\n".join(lines))
+    ours, theirs = _by_broker(runs)
+    if not ours:
+        return
     figures = ratios(runs)
-    for broker in ("minikafka", "apache"):
-        mine = [run for run in runs if run.broker == broker]
-        if not mine or broker == "apache":
-            continue
-        kafka = [run for run in runs if run.broker == "apache"]
-        append_results([
-            result("compaction-while-serving", f"produce p99 while cleaning, {args.rate:g} records/s",
-                   statistics.median(run.cleaning.percentile(0.99) for run in mine), "ms",
-                   statistics.median(run.cleaning.percentile(0.99) for run in kafka) if kafka else None,
-                   figures.get("cleaning p99"), command=command),
-            result("compaction-while-serving", f"cleaning time, {mine[0].mib_before:.0f} MiB partition",
-                   statistics.median(run.cleaning_s for run in mine), "s",
-                   statistics.median(run.cleaning_s for run in kafka) if kafka else None,
-                   figures.get("cleaning s"), command=command)])
+
+    def figure(label: str, metric: str, unit: str) -> BenchResult:
+        measure_of = MEASURES[label]
+        return result("compaction-while-serving", metric, statistics.median(map(measure_of, ours)), unit,
+                      statistics.median(map(measure_of, theirs)) if theirs else None, figures.get(label),
+                      command=command)
+
+    append_results([figure("cleaning p99", f"produce p99 while cleaning, {args.rate:g} records/s", "ms"),
+                    figure("cleaning s", f"cleaning time, {ours[0].mib_before:.0f} MiB partition", "s")])
 
 
 def main(argv: list[str] | None = None) -> int:

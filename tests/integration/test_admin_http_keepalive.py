@@ -56,6 +56,12 @@ def raw_exchange(port: int, request: bytes) -> bytes:
     return data
 
 
+def content_length(head: bytes) -> int:
+    """The Content-Length of a response head (status line and headers)."""
+    return int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+               .split(b":")[1])
+
+
 def test_a_half_closed_request_is_answered_and_closed(kafka: MiniKafka) -> None:
     reply = raw_exchange(kafka.metrics_port, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     head, _, body = reply.partition(b"\r\n\r\n")
@@ -63,9 +69,7 @@ def test_a_half_closed_request_is_answered_and_closed(kafka: MiniKafka) -> None:
     # The answer says "Connection: close" when the broker read the half-close before answering, and is a keep-alive
     # answer when the half-close arrived just after; either way the whole answer came and the broker closed the
     # connection (raw_exchange reads until it does).
-    length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
-                 .split(b":")[1])
-    assert len(body) == length
+    assert len(body) == content_length(head)
     assert b"kafka_server" in body or b"minikafka" in body
 
 
@@ -79,8 +83,7 @@ def test_a_half_close_after_the_answer_closes_the_idle_connection(kafka: MiniKaf
             received += connection.recv(65536)
         head, _, body = received.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
-        length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
-                     .split(b":")[1])
+        length = content_length(head)
         while len(body) < length:
             body += connection.recv(65536)
         connection.shutdown(socket.SHUT_WR)
