@@ -124,7 +124,7 @@ class Dispatcher:
 
     def __init__(self, ctx: BrokerContext, metrics: BrokerMetrics) -> None:
         self.ctx = ctx
-        self.metrics = metrics
+        self.request_stats = metrics.request_stats
 
     async def __call__(self, event: RequestReceived, session: Session) -> ResponseFrame | None:
         started = time.perf_counter()
@@ -147,11 +147,12 @@ class Dispatcher:
         if quotas.quotas_enabled:  # client quotas (KIP-219): throttle_time_ms in the response, the connection muted
             record_network_time(quotas, event, session, time.perf_counter_ns() - encoding_started)
             frame = throttle(quotas, event, session, response, frame, handler.busy_ns)
-        self.metrics.observe_request(REQUEST_NAMES[event.api_key], time.perf_counter() - started)
+        stats = self.request_stats
+        stats.observe(REQUEST_NAMES[event.api_key], time.perf_counter() - started)
         if event.api_key is ApiKey.PRODUCE:
-            self.metrics.bytes_in.inc(event.size_bytes)
+            stats.bytes_in += event.size_bytes
         elif event.api_key is ApiKey.FETCH and frame is not None:
-            self.metrics.bytes_out.inc(len(frame))
+            stats.bytes_out += len(frame)
         return frame
 
 

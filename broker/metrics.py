@@ -17,19 +17,24 @@ Names follow what the Prometheus JMX exporter produces for Apache Kafka's MBeans
   and `..._incrementalfetchsessionevictions_total` (IncrementalFetchSessionEvictionsPerSec), plus
   `minikafka_fetch_context_requests_total{context}`: Fetch requests by how they were served (sessionless, full,
   incremental, session_error).
-Counters are updated from the event-loop thread. A scrape renders the registry in a worker thread (the log and
-cleaner collectors read files); collectors of loop-owned state (fetch sessions, share groups) are wrapped in a
-`LoopSnapshotCollector`, whose families are built on the loop by `publish_loop_snapshots` just before, and only read
-in the thread.
+The per-request numbers (request counts and times, bytes in and out) are plain numbers in a loop-owned `RequestStats`,
+turned into Prometheus families only when scraped: prometheus_client's Counter and Histogram take a lock and walk
+the buckets in Python on every update, ~7% of a Produce request's in-process CPU (`bench.produce_path`). A scrape
+renders the registry in a worker thread (the log and cleaner collectors read files); collectors of loop-owned state
+(request stats, fetch sessions, share groups) are wrapped in a `LoopSnapshotCollector`, whose families are built on
+the loop by `publish_loop_snapshots` just before, and only read in the thread.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 
-from prometheus_client.metrics import Counter, Histogram
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics import Counter
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from minikafka.broker.fetch_manager import FetchManager
 from minikafka.broker.loop_owner import assert_on_loop
@@ -39,6 +44,56 @@ from minikafka.storage.log_manager import LogManager
 from minikafka.storage.unified_log import UnifiedLog
 
 _LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class RequestStats:
+    """Owns the per-API request counts and total-time histograms and the Produce/Fetch byte counters of one broker,
+    as plain numbers (event-loop thread only: the dispatcher updates them for every request). `RequestStatsCollector`
+    reads them at scrape time, on the loop."""
+
+    __slots__ = ("bucket_bounds_s", "by_request", "bytes_in", "bytes_out")
+
+    def __init__(self, bucket_bounds_s: tuple[float, ...]) -> None:
+        self.bucket_bounds_s = bucket_bounds_s
+        #: request name -> [sum of seconds, then one count per bucket: v <= bound (`le`), the last one +Inf]
+        self.by_request: dict[str, list[float]] = {}
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    def observe(self, request_name: str, seconds: float) -> None:
+        entry = self.by_request.get(request_name)
+        if entry is None:
+            entry = self.by_request[request_name] = [0.0] * (len(self.bucket_bounds_s) + 2)
+        entry[0] += seconds
+        entry[1 + bisect_left(self.bucket_bounds_s, seconds)] += 1
+
+
+class RequestStatsCollector(Collector):
+    """Kafka's RequestMetrics (RequestsPerSec, TotalTimeMs) and BrokerTopicMetrics (BytesInPerSec, BytesOutPerSec)
+    from a `RequestStats`, under the JMX exporter's names: loop-owned, so registered through
+    `BrokerMetrics.register_loop_owned`."""
+
+    def __init__(self, stats: RequestStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        stats = self._stats
+        requests = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests handled, per API",
+                                       labels=["request"])
+        total_time = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltime_seconds",
+            "Time from a request's arrival to its response being queued, per API", labels=["request"])
+        bounds = [*map(floatToGoString, stats.bucket_bounds_s), "+Inf"]
+        for name, (sum_s, *counts) in stats.by_request.items():
+            cumulative = list(accumulate(int(count) for count in counts))
+            requests.add_metric([name], cumulative[-1])
+            total_time.add_metric([name], list(zip(bounds, cumulative)), sum_s)
+        yield requests
+        yield total_time
+        yield CounterMetricFamily("kafka_server_brokertopicmetrics_bytesin", "Produce request bytes received",
+                                  value=stats.bytes_in)
+        yield CounterMetricFamily("kafka_server_brokertopicmetrics_bytesout", "Fetch response bytes sent",
+                                  value=stats.bytes_out)
 
 
 class PartitionCollector(Collector):
@@ -209,31 +264,16 @@ class BrokerMetrics:
 
     def __init__(self, logs: Callable[[], Iterable[UnifiedLog]]) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "kafka_network_requestmetrics_requests", "Requests handled, per API", ["request"], registry=self.registry
-        )
-        self.request_time = Histogram(
-            "kafka_network_requestmetrics_totaltime_seconds",
-            "Time from a request's arrival to its response being queued, per API",
-            ["request"],
-            buckets=_LATENCY_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.bytes_in = Counter(
-            "kafka_server_brokertopicmetrics_bytesin", "Produce request bytes received", registry=self.registry
-        )
-        self.bytes_out = Counter(
-            "kafka_server_brokertopicmetrics_bytesout", "Fetch response bytes sent", registry=self.registry
-        )
+        self._loop_snapshots: list[LoopSnapshotCollector] = []
+        #: updated by the dispatcher for every request (event loop only)
+        self.request_stats = RequestStats(_LATENCY_BUCKETS_S)
+        self.register_loop_owned(RequestStatsCollector(self.request_stats))
         self.no_key_compacted_topic_records = Counter(
             "kafka_server_brokertopicmetrics_nokeycompactedtopicrecords",
             "Records without a key rejected by compacted topics (Kafka's NoKeyCompactedTopicRecordsPerSec)",
             registry=self.registry,
         )
         self.registry.register(PartitionCollector(logs))
-        #: request name -> its labeled (counter, histogram) children: `labels()` costs more than the update itself
-        self._request_children: dict[str, tuple[Counter, Histogram]] = {}
-        self._loop_snapshots: list[LoopSnapshotCollector] = []
 
     def register_log_manager(self, log_manager: LogManager) -> None:
         self.registry.register(LogManagerCollector(log_manager))
@@ -254,11 +294,3 @@ class BrokerMetrics:
         """Build the loop-owned collectors' families (event loop only; the admin port calls it before a scrape)."""
         for snapshot in self._loop_snapshots:
             snapshot.publish()
-
-    def observe_request(self, request_name: str, seconds: float) -> None:
-        children = self._request_children.get(request_name)
-        if children is None:
-            children = self._request_children[request_name] = (
-                self.requests.labels(request_name), self.request_time.labels(request_name))
-        children[0].inc()
-        children[1].observe(seconds)

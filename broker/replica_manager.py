@@ -10,8 +10,8 @@ Event-loop thread only, except the `*_blocking` methods, which run in `asyncio.t
 
 from __future__ import annotations
 
-import asyncio
 import os
+import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -177,11 +177,11 @@ class ReplicaManager:
     ) -> dict[TopicPartition, PartitionRead]:
         """Read now; if fewer than `min_bytes` are available and nothing failed, wait for appends up to
         `max_wait_ms` and read again (Kafka's DelayedFetch)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
+        # time.monotonic, not the loop's clock: Python 3.11's get_running_loop() is a getpid() system call
+        deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             results, total = self.read_partitions(requests, max_bytes, isolation_level)
-            remaining_ms = int((deadline - loop.time()) * 1000)
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
             has_error = any(read.error is not None for read in results.values())
             if total >= min_bytes or has_error or remaining_ms <= 0 or not requests:
                 return results
