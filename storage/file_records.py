@@ -2,6 +2,16 @@
 
 Reads use `os.pread`, so they never move a shared file position; appends go through the same descriptor at
 the tracked end. Not thread-safe on its own: the owning log's lock serialises appends, truncation and renames.
+
+Filling ahead (an active segment's file, `fill_ahead_bytes`): before an append would pass the filled end, zeros are
+written up to the next multiple of `fill_ahead_bytes`, so the appends after it overwrite page-cache pages instead of
+extending the file. On ext4 the page cache then holds that range in large folios (a write's folio follows its size
+and alignment): 16 KB appends cost ~1.7 us each plus ~2.9 us of zeros instead of ~10.5 us (no size change, no block
+reservation each time), and a 1 MiB `pread` of them ~40 us instead of ~150 (DESIGN.md, "Filling the active segment
+ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The zeros are
+past `size_bytes`, so no read sees them; `trim()` cuts them off when the segment stops being active and at close,
+and a crash leaves them for the next load, which ends the log at the first batch of length 0 (as Kafka's recovery
+of a preallocated segment does).
 """
 
 from __future__ import annotations
@@ -17,16 +27,23 @@ from minikafka.protocol.records.batch_header import HEADER_TO_LAST_OFFSET_DELTA,
 _LENGTH = LENGTH_PREFIX
 _HEADER_PREFIX = HEADER_TO_LAST_OFFSET_DELTA
 _SCAN_CHUNK_BYTES = 1 << 20
+#: how far an active segment's file is filled ahead of its appends (see the module docs)
+FILL_AHEAD_BYTES = 256 << 10
+_ZEROS = memoryview(bytes(FILL_AHEAD_BYTES))
 
 
 class FileRecords:
     """An append-only `.log` file; the size is tracked in memory (the file is the source of truth at open)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fill_ahead_bytes: int = 0) -> None:
         self.path = path
         flags = os.O_RDWR | os.O_CREAT
         self._fd = os.open(path, flags, 0o644)
         self._size = os.fstat(self._fd).st_size
+        assert 0 <= fill_ahead_bytes <= FILL_AHEAD_BYTES
+        self._fill_ahead_bytes = fill_ahead_bytes
+        #: where the file ends on disk: `_size`, or past it by the zeros filled ahead
+        self._filled_end = self._size
 
     @property
     def size_bytes(self) -> int:
@@ -41,6 +58,9 @@ class FileRecords:
         file is cut back to its size before the call."""
         position = self._size
         view = memoryview(data)
+        end = position + len(view)
+        if end > self._filled_end and 0 < len(view) < self._fill_ahead_bytes:
+            self._fill_ahead(end)
         written = 0
         try:
             while written < len(view):
@@ -48,9 +68,32 @@ class FileRecords:
         except OSError:
             if written:  # a full disk took part of it: the file ends where it did before the attempt
                 os.ftruncate(self._fd, position)
+                self._filled_end = position
             raise
         self._size += written
+        self._filled_end = max(self._filled_end, self._size)
         return position
+
+    def _fill_ahead(self, end: int) -> None:
+        """Zeros from the filled end to the multiple of `fill_ahead_bytes` at or after `end`. Best effort: on an
+        OSError (a full disk) the file is cut back to where it was and the append goes on without them."""
+        start = self._filled_end
+        fill_end = -(-end // self._fill_ahead_bytes) * self._fill_ahead_bytes
+        position = start
+        try:
+            while position < fill_end:
+                position += os.pwrite(self._fd, _ZEROS[:min(fill_end - position, len(_ZEROS))], position)
+        except OSError:
+            if position > start:
+                os.ftruncate(self._fd, start)
+            return
+        self._filled_end = fill_end
+
+    def trim(self) -> None:
+        """Cut off the zeros filled ahead, so the file ends at its last batch (Kafka's FileRecords.trim)."""
+        if self._filled_end > self._size and self._fd >= 0:
+            os.ftruncate(self._fd, self._size)
+            self._filled_end = self._size
 
     def read(self, position: int, size: int) -> bytes:
         """Up to `size` bytes from `position` (fewer at the end of the file)."""
@@ -111,6 +154,8 @@ class FileRecords:
                 _, length = _LENGTH.unpack_from(chunk, offset)
                 size = length + LOG_OVERHEAD
                 if size < BATCH_HEADER_SIZE:
+                    if allow_torn_tail and length == 0:  # zeros filled ahead of the appends: the log ends here
+                        return
                     raise CorruptMessageError(f"batch length {length} at position {position + offset}")
                 if offset + size > len(chunk):
                     break
@@ -133,19 +178,34 @@ class FileRecords:
         if not allow_torn_tail and end_position is None and position < end:
             raise CorruptMessageError(f"{end - position} trailing bytes at position {position} of {self.path}")
 
+    def is_zeros_from(self, position: int) -> bool:
+        """Whether every byte from `position` to the end of the file is zero (what filling ahead leaves)."""
+        while position < self._size:
+            chunk = self.read(position, _SCAN_CHUNK_BYTES)
+            if chunk.count(0) != len(chunk):
+                return False
+            position += len(chunk)
+        return True
+
     def truncate_to(self, size_bytes: int) -> None:
-        if size_bytes < self._size:
+        if size_bytes < self._filled_end:
             os.ftruncate(self._fd, size_bytes)
-            self._size = size_bytes
+            self._filled_end = size_bytes
+            self._size = min(self._size, size_bytes)
 
     def flush(self) -> None:
         if self._fd >= 0:
             os.fsync(self._fd)
 
     def close(self) -> None:
+        """Trim, then close; an OSError of the trim is raised after the close (the file keeps its zeros, which the
+        segment cuts off when it is next loaded)."""
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                self.trim()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
 
     def rename_to(self, path: Path) -> None:
         os.replace(self.path, path)

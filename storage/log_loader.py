@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from minikafka.storage.file_records import FileRecords
+from minikafka.storage.file_records import FILL_AHEAD_BYTES, FileRecords
 from minikafka.storage.indexes import IndexCorruptError
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
@@ -63,7 +63,8 @@ class LogLoader:
     def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
         return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
                           max_index_size_bytes=self.config.segment_index_bytes, suffix=suffix,
-                          rolling_jitter_ms=self.config.random_segment_jitter_ms(), created_ms=self.now_ms)
+                          rolling_jitter_ms=self.config.random_segment_jitter_ms(), created_ms=self.now_ms,
+                          fill_ahead_bytes=0 if suffix else FILL_AHEAD_BYTES)  # the last one is appended to
 
     # --------------------------------------------------------------- swap recovery
     def remove_temp_files_and_complete_swaps(self) -> None:

@@ -64,6 +64,8 @@ class _AppendState(NamedTuple):
 
 
 _new_append_state = tuple.__new__
+#: a batch's base offset and length where the file was only filled ahead with zeros
+_NO_BATCH = bytes(LOG_OVERHEAD)
 
 
 def segment_file_name(base_offset: int, extension: str, suffix: str = "") -> str:
@@ -87,13 +89,16 @@ class LogSegment:
         suffix: str = "",
         rolling_jitter_ms: int = 0,
         created_ms: int = 0,
+        fill_ahead_bytes: int = 0,
     ) -> None:
+        """`fill_ahead_bytes`: for a segment the log may append to, how far its file is filled ahead (FileRecords)."""
         self.dir = Path(dir)
         self.base_offset = base_offset
         self.suffix = suffix
         self.index_interval_bytes = index_interval_bytes
         self.rolling_jitter_ms = rolling_jitter_ms
-        self.log = FileRecords(self.dir / segment_file_name(base_offset, LOG_SUFFIX, suffix))
+        self.log = FileRecords(self.dir / segment_file_name(base_offset, LOG_SUFFIX, suffix),
+                               fill_ahead_bytes=fill_ahead_bytes)
         self.offset_index = OffsetIndex(
             self.dir / segment_file_name(base_offset, INDEX_SUFFIX, suffix), base_offset,
             max_index_size_bytes)
@@ -136,12 +141,17 @@ class LogSegment:
         _, start_position = self.offset_index.last_entry  # the file's last entry: the index stays unread
         if start_position >= self.log.size_bytes:
             start_position = 0
-        first = self.log.read_batch(0)
+        # a file that is only zeros filled ahead (a crash before its first append was written) has no first batch
+        first = None if self.log.read(0, LOG_OVERHEAD) == _NO_BATCH else self.log.read_batch(0)
         if first is not None:
             self.rolling_based_timestamp = first.max_timestamp
-        for _, batch in self.log.batches(start_position, allow_torn_tail=True):
+        end_position = start_position
+        for position, batch in self.log.batches(start_position, allow_torn_tail=True):
             self._track(batch.max_timestamp, batch.last_offset)
             self.next_offset = batch.next_offset
+            end_position = position + batch.size_bytes
+        if end_position < self.log.size_bytes and self.log.is_zeros_from(end_position):
+            self.log.truncate_to(end_position)  # zeros filled ahead that a crash or a failed trim left behind
         mtime_ms = self.log.last_modified_ms()
         first_ts = self.rolling_based_timestamp
         has_first_ts = first_ts is not None and first_ts >= 0
@@ -292,8 +302,9 @@ class LogSegment:
         return self.txn_index.collect_aborted_transactions(fetch_offset, upper_bound_offset)
 
     def on_becoming_inactive(self) -> None:
-        """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment), and both indexes'
-        pending entries to their files, which a cleaner process reads. On an OSError both stay as they were."""
+        """Final time-index entry for the max timestamp (Kafka's onBecomeInactiveSegment), both indexes' pending
+        entries to their files, which a cleaner process reads, and the log file trimmed to its last batch. On an
+        OSError both indexes stay as they were."""
         time_index_entries = self.time_index.entries
         try:
             if self.max_timestamp_so_far >= 0:
@@ -301,6 +312,7 @@ class LogSegment:
                     self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
             self.offset_index.write_pending()
             self.time_index.write_pending()
+            self.log.trim()
         except OSError:
             self.time_index.truncate_entries(time_index_entries)
             raise
@@ -448,7 +460,8 @@ class LogSegment:
                         producer_state.complete_txn(completed)
         except CorruptMessageError:
             pass
-        truncated = self.log.size_bytes - valid_bytes
+        # zeros filled ahead of the appends are not lost data: cut off, but not counted as truncated
+        truncated = 0 if self.log.is_zeros_from(valid_bytes) else self.log.size_bytes - valid_bytes
         self.log.truncate_to(valid_bytes)
         self.txn_index.truncate_to(self.next_offset)
         self.offset_index.write_pending()  # Kafka's trimToValidSize: the files hold the rebuilt indexes

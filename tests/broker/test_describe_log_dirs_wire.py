@@ -1,4 +1,4 @@
-"""DescribeLogDirs over a real socket: partition sizes equal the bytes of the `.log` segment files on disk,
+"""DescribeLogDirs over a real socket: partition sizes equal the bytes of the batches in the `.log` segment files,
 the volume's total/usable bytes (v4+), and Kafka's omissions (unknown topics and partitions, topics without
 requested partitions)."""
 
@@ -13,6 +13,7 @@ from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 from minikafka.protocol.errors import ErrorCode
 from tests.broker.test_fetch_wire import batch_of, create_topic, produce
 from tests.broker_process import BrokerProcess
+from tests.segment_files import batch_bytes
 from tests.wire_client import WireClient
 
 
@@ -30,7 +31,7 @@ def sizes(response: Any) -> dict[tuple[str, int], int]:
 
 
 def segment_bytes(data_dir: Path, topic: str, partition: int) -> int:
-    return sum(path.stat().st_size for path in (data_dir / f"{topic}-{partition}").glob("*.log"))
+    return sum(batch_bytes(path) for path in (data_dir / f"{topic}-{partition}").glob("*.log"))
 
 
 def test_partition_sizes_are_the_segment_bytes_on_disk(broker: BrokerProcess) -> None:

@@ -14,6 +14,7 @@ from minikafka.protocol.errors import ErrorCode, KafkaStorageError, UnknownTopic
 from minikafka.protocol.records import Record, build_batch
 from minikafka.storage.clock import FakeClock
 from minikafka.storage.log_manager import LogManager
+from tests.segment_files import batch_bytes
 
 T0 = 1_700_000_000_000
 
@@ -36,7 +37,9 @@ def test_describe_log_dir_sizes_and_the_offline_dir(replica_manager: ReplicaMana
     replica_manager.append("t", 1, idempotent_batch(7, 0, 3))
     described = replica_manager.describe_log_dir([("t", 1), ("t", 5), ("other", 0)])
     assert described.error is None and described.log_dir == os.path.abspath(tmp_path / "logs")
-    assert described.partition_sizes == {("t", 1): (tmp_path / "logs" / "t-1" / f"{0:020d}.log").stat().st_size}
+    segment = tmp_path / "logs" / "t-1" / f"{0:020d}.log"
+    assert batch_bytes(segment) == len(idempotent_batch(7, 0, 3))
+    assert described.partition_sizes == {("t", 1): batch_bytes(segment)}
     assert described.total_bytes >= described.usable_bytes > 0
     assert set(replica_manager.describe_log_dir(None).partition_sizes) == {("t", 0), ("t", 1)}
 

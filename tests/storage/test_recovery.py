@@ -10,6 +10,7 @@ import pytest
 from minikafka.protocol.records import Record, iter_batches
 from minikafka.protocol.records.builder import build_batch
 from minikafka.storage.clock import FakeClock
+from minikafka.storage.file_records import FILL_AHEAD_BYTES
 from minikafka.storage.indexes import WRITE_AFTER_ENTRIES
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import LogSegment
@@ -45,7 +46,7 @@ def test_torn_tail_is_truncated_and_appends_continue(make_log: LogFactory) -> No
         log.append_as_leader(batch(b"value-%d" % i))
     log.flush()
     path = log.dir / "00000000000000000000.log"
-    size = path.stat().st_size
+    size = log.active_segment.size_bytes  # the file runs on: zeros filled ahead
     last_batch_size = len(batch(b"value-4"))
     # kill -9 mid-write: half of the last batch, then garbage
     with open(path, "r+b") as f:
@@ -59,6 +60,51 @@ def test_torn_tail_is_truncated_and_appends_continue(make_log: LogFactory) -> No
     info = reopened.append_as_leader(batch(b"after"))
     assert info.first_offset == 4
     assert all(b.is_valid() for b in iter_batches(reopened.read(0, 1 << 20).records))
+
+
+@pytest.mark.parametrize("clean_shutdown", [False, True], ids=["killed", "trim failed at close"])
+def test_zeros_filled_ahead_are_cut_off_at_load_and_appends_continue_after_the_last_batch(
+        make_log: LogFactory, clean_shutdown: bool) -> None:
+    log = make_log()
+    for i in range(5):
+        log.append_as_leader(batch(b"value-%d" % i))
+    log.flush()
+    path = log.dir / "00000000000000000000.log"
+    data_bytes = log.active_segment.size_bytes
+    assert path.stat().st_size == FILL_AHEAD_BYTES > data_bytes  # the active segment's file is filled ahead
+    assert path.read_bytes()[data_bytes:].count(0) == FILL_AHEAD_BYTES - data_bytes
+    # reopened while the first log still holds the file open: as after kill -9, or a close whose trim failed
+    reopened = make_log(recovery_point=0, clean_shutdown=clean_shutdown)
+    assert reopened.log_end_offset == 5
+    assert path.stat().st_size == data_bytes
+    assert all_offsets(reopened) == [0, 1, 2, 3, 4]
+    assert reopened.append_as_leader(batch(b"after")).first_offset == 5
+    assert all(b.is_valid() for b in iter_batches(reopened.read(0, 1 << 20).records))
+    reopened.close()
+    assert path.stat().st_size == data_bytes + len(batch(b"after"))  # trimmed at close
+
+
+def test_a_crash_before_the_first_append_was_written_leaves_an_empty_segment(make_log: LogFactory,
+                                                                              tmp_path: Path) -> None:
+    log = make_log()
+    log.append_as_leader(batch(b"value"))
+    path = log.dir / "00000000000000000000.log"
+    with open(path, "r+b") as f:  # the fill reached the disk, the batch did not
+        f.write(bytes(log.active_segment.size_bytes))
+    reopened = make_log(recovery_point=0, clean_shutdown=False)
+    assert reopened.log_end_offset == 0
+    assert path.stat().st_size == 0
+    assert reopened.append_as_leader(batch(b"again")).first_offset == 0
+
+
+def test_a_rolled_segment_ends_at_its_last_batch(make_log: LogFactory) -> None:
+    log = make_log({"segment.bytes": "300"})
+    for i in range(10):
+        log.append_as_leader(batch(b"v%d" % i))
+    *rolled, active = log.segments()
+    assert rolled
+    assert all(segment.log.path.stat().st_size == segment.size_bytes for segment in rolled)
+    assert active.log.path.stat().st_size == FILL_AHEAD_BYTES
 
 
 def test_corrupt_crc_in_middle_truncates_and_drops_later_segments(make_log: LogFactory) -> None:
