@@ -111,13 +111,12 @@ def scan_partition_dir(directory: Path, key: bytes, *, with_values_at: int | Non
     for path in segment_files(directory):
         batches = _batches(path)
         try:
-            size_bytes = path.stat().st_size
             first = next(batches, None)  # opens the file
         except FileNotFoundError:
             continue
-        scan.bytes_scanned += size_bytes
         scan.files.append(path.name)
         for batch in itertools.chain([first] if first is not None else [], batches):
+            scan.bytes_scanned += batch.size_bytes  # not the file's size: an active segment's runs on in zeros
             if batch.is_control:
                 continue
             for record in batch.records():
