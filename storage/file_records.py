@@ -11,7 +11,7 @@ reservation each time), and a 1 MiB `pread` of them ~40 us instead of ~150 (DESI
 ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The zeros are
 past `size_bytes`, so no read sees them; `trim()` cuts them off when the segment stops being active and at close,
 and a crash leaves them for the next load, which ends the log at the first batch of length 0 (as Kafka's recovery
-of a preallocated segment does).
+of a preallocated segment does). Not on tmpfs or ramfs (`fill_ahead_bytes_for`), where the zeros would be memory.
 """
 
 from __future__ import annotations
@@ -30,6 +30,35 @@ _SCAN_CHUNK_BYTES = 1 << 20
 #: how far an active segment's file is filled ahead of its appends (see the module docs)
 FILL_AHEAD_BYTES = 256 << 10
 _ZEROS = memoryview(bytes(FILL_AHEAD_BYTES))
+#: file systems whose files are memory: zeros filled ahead would hold RAM, and writes already allocate no blocks
+_MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})
+_fill_ahead_by_device: dict[int, int] = {}
+
+
+def fill_ahead_bytes_for(directory: Path) -> int:
+    """FILL_AHEAD_BYTES for a segment in `directory`, or 0 on tmpfs and ramfs (read from /proc/self/mountinfo once
+    per device; any doubt, such as another OS, means no fill)."""
+    device = os.stat(directory).st_dev
+    known = _fill_ahead_by_device.get(device)
+    if known is None:
+        known = _fill_ahead_by_device[device] = FILL_AHEAD_BYTES if _file_system_type(device) not in (
+            None, *_MEMORY_FILE_SYSTEMS) else 0
+    return known
+
+
+def _file_system_type(device: int) -> str | None:
+    """The type of the file system on `device` (mountinfo's field 3 is the major:minor of st_dev)."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields, _, after = line.partition(" - ")
+                parts = fields.split()
+                if len(parts) > 2 and parts[2] == wanted and after:
+                    return after.split()[0]
+    except OSError:
+        pass
+    return None
 
 
 class FileRecords:

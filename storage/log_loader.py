@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from minikafka.storage.file_records import FILL_AHEAD_BYTES, FileRecords
+from minikafka.storage.file_records import FileRecords, fill_ahead_bytes_for
 from minikafka.storage.indexes import IndexCorruptError
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
@@ -61,10 +61,11 @@ class LogLoader:
         self.now_ms = now_ms
 
     def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
+        # filled ahead unless a swap file's: the last one loaded is the one appended to
         return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
                           max_index_size_bytes=self.config.segment_index_bytes, suffix=suffix,
                           rolling_jitter_ms=self.config.random_segment_jitter_ms(), created_ms=self.now_ms,
-                          fill_ahead_bytes=0 if suffix else FILL_AHEAD_BYTES)  # the last one is appended to
+                          fill_ahead_bytes=0 if suffix else fill_ahead_bytes_for(self.dir))
 
     # --------------------------------------------------------------- swap recovery
     def remove_temp_files_and_complete_swaps(self) -> None:

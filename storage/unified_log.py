@@ -32,7 +32,7 @@ from minikafka.protocol.records.batch_header import MAGIC_OFFSET
 from minikafka.storage import local_log
 from minikafka.storage.checkpoint import fsync_dir
 from minikafka.storage.clock import Clock, SystemClock
-from minikafka.storage.file_records import FILL_AHEAD_BYTES
+from minikafka.storage.file_records import fill_ahead_bytes_for
 from minikafka.storage.free_space import FreeSpaceGuard
 from minikafka.storage.local_log import (
     collect_aborted_transactions,
@@ -330,7 +330,7 @@ class UnifiedLog:
             new = LogSegment(self.dir, self._log_end_offset, index_interval_bytes=config.index_interval_bytes,
                              max_index_size_bytes=config.segment_index_bytes,
                              rolling_jitter_ms=config.random_segment_jitter_ms(),
-                             created_ms=self.clock.time_ms(), fill_ahead_bytes=FILL_AHEAD_BYTES)
+                             created_ms=self.clock.time_ms(), fill_ahead_bytes=fill_ahead_bytes_for(self.dir))
             self._segments.append(new)
             try:
                 self.producer_state.take_snapshot(self._log_end_offset, durable=False)

@@ -22,6 +22,7 @@ from tests.broker_process import BrokerProcess
 from tests.cleaner.retained_offset_plans import latest_offsets, write_plan
 from tests.integration.client_drivers import create_topic
 from tests.integration.test_compaction import FAST_CLEANER, BrokerFactory, consume_all, produce
+from tests.segment_files import batch_data
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -79,10 +80,12 @@ def raw_plan(topic_id: bytes, partition: int, start: int, end: int, offsets: lis
 
 
 def partition_files(broker: BrokerProcess, topic: str, partition: int = 0) -> dict[str, bytes]:
-    """The bytes of every non-empty segment and transaction index (a round may roll a new empty segment)."""
+    """The batches of every non-empty segment and the bytes of every transaction index (a round may roll a new empty
+    segment, and trims the zeros the active one was filled ahead with)."""
     directory = broker.data_dir / f"{topic}-{partition}"
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())
-            if p.suffix in (".log", ".txnindex") and p.stat().st_size}
+    files = {p.name: batch_data(p) if p.suffix == ".log" else p.read_bytes() for p in sorted(directory.iterdir())
+             if p.suffix in (".log", ".txnindex")}
+    return {name: data for name, data in files.items() if data}
 
 
 def transaction(broker: BrokerProcess, topic: str, pairs: list[tuple[bytes, bytes]], *, commit: bool) -> None:

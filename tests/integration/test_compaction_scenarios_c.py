@@ -31,6 +31,7 @@ from tests.integration.test_compaction_scenarios_b import (
     watermarks,
     wire_produce,
 )
+from tests.segment_files import batch_data
 from tests.wire_client import WireClient
 
 pytestmark = pytest.mark.timeout(120)
@@ -87,7 +88,7 @@ def fetch_batches(bootstrap: str, topic: str, fetch_offset: int = 0) -> list[Rec
 
 def disk_batches(data_dir: Path, topic: str) -> list[RecordBatch]:
     """Every batch of the partition's segment files, in offset order."""
-    return [batch for path in log_files(data_dir, topic) for batch in iter_batches(path.read_bytes())]
+    return [batch for path in log_files(data_dir, topic) for batch in iter_batches(batch_data(path))]
 
 
 def batch_at(batches: list[RecordBatch], base_offset: int) -> RecordBatch:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.broker_process import REPO_ROOT, BrokerProcess
 from tests.integration.client_drivers import create_topic
+from tests.segment_files import batch_bytes
 
 TOPIC = "orders"
 PARTITIONS = 6
@@ -220,7 +221,7 @@ def test_consumer_offsets_stays_bounded_after_many_commits(broker_factory: Calla
     written_bytes = 5000 * PARTITIONS * 60  # lower bound of what the commits wrote before cleaning
     deadline = time.monotonic() + 60
     while True:
-        total_bytes = sum(path.stat().st_size for path in broker.data_dir.glob("__consumer_offsets-*/*.log"))
+        total_bytes = sum(batch_bytes(path) for path in broker.data_dir.glob("__consumer_offsets-*/*.log"))
         if total_bytes < 256 * 1024 or time.monotonic() > deadline:
             break
         time.sleep(0.5)

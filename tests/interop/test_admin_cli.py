@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.client_drivers import create_topic
 from tests.kafka_jars import find_main_class, java_command
+from tests.segment_files import batch_bytes
 from tests.wire_client import WireClient
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -131,7 +132,7 @@ def test_kafka_log_dirs_prints_the_segment_sizes_on_disk(target_broker: Target, 
     assert (log_dir["logDir"], log_dir["error"]) == (os.path.abspath(target_broker.log_dir), None)
 
     def on_disk(partition: int) -> int:
-        return sum(path.stat().st_size for path in (target_broker.log_dir / f"{topic}-{partition}").glob("*.log"))
+        return sum(batch_bytes(path) for path in (target_broker.log_dir / f"{topic}-{partition}").glob("*.log"))
 
     partitions = sorted(log_dir["partitions"], key=lambda entry: entry["partition"])
     assert partitions == [{"partition": f"{topic}-{p}", "size": on_disk(p), "offsetLag": 0, "isFuture": False}
