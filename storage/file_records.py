@@ -37,7 +37,7 @@ _fill_ahead_by_device: dict[int, int] = {}
 
 def fill_ahead_bytes_for(directory: Path) -> int:
     """FILL_AHEAD_BYTES for a segment in `directory`, or 0 on tmpfs and ramfs (read from /proc/self/mountinfo once
-    per device; any doubt, such as another OS, means no fill)."""
+    per device; any doubt, such as another OS, means no fill). Any thread: two racing first calls store one answer."""
     device = os.stat(directory).st_dev
     known = _fill_ahead_by_device.get(device)
     if known is None:
