@@ -10,6 +10,7 @@ ConfigCommand main and output as a process per run, without dozens of JVM starts
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -344,6 +345,12 @@ def wire_listing(bootstrap: str, suffix: str) -> list[object]:
             (RESOURCE_GROUP, group, [("consumer.session.timeout.ms", 0, "50000")]),
             (RESOURCE_CLIENT_METRICS, subscription, [("interval.ms", 0, "60000")])], validate_only=False))
         assert [r.error_code for r in altered.responses] == [0, 0], altered
+        # Kafka's broker applies the controller's config records to its metadata image a moment after the alter
+        # returns; minikafka lists them at once, so this returns at the first try there
+        deadline = time.monotonic() + 15
+        while {group, subscription} - {name for name, _ in list_config_resources(
+                client, 1, [RESOURCE_GROUP, RESOURCE_CLIENT_METRICS])[1]} and time.monotonic() < deadline:
+            time.sleep(0.1)
         ours = {group, subscription, topic, "1"}
 
         def listed(version: int, resource_types: list[int]) -> tuple[int, list[Resource]]:
