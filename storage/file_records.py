@@ -87,20 +87,22 @@ class FileRecords:
         file is cut back to its size before the call."""
         position = self._size
         view = memoryview(data)
-        end = position + len(view)
-        if end > self._filled_end and 0 < len(view) < self._fill_ahead_bytes:
+        length = len(view)
+        end = position + length
+        if end > self._filled_end and 0 < length < self._fill_ahead_bytes:
             self._fill_ahead(end)
         written = 0
         try:
-            while written < len(view):
+            while written < length:
                 written += os.pwrite(self._fd, view[written:], position + written)
         except OSError:
             if written:  # a full disk took part of it: the file ends where it did before the attempt
                 os.ftruncate(self._fd, position)
                 self._filled_end = position
             raise
-        self._size += written
-        self._filled_end = max(self._filled_end, self._size)
+        self._size = end
+        if end > self._filled_end:  # not filled ahead (no fill, too large, or no room for the zeros): it grew the file
+            self._filled_end = end
         return position
 
     def _fill_ahead(self, end: int) -> None:
