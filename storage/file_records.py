@@ -6,9 +6,9 @@ the tracked end. Not thread-safe on its own: the owning log's lock serialises ap
 Filling ahead (an active segment's file, `fill_ahead_bytes`): before an append would pass the filled end, zeros are
 written up to the next multiple of `fill_ahead_bytes`, so the appends after it overwrite page-cache pages instead of
 extending the file. On ext4 the page cache then holds that range in large folios (a write's folio follows its size
-and alignment): 16 KB appends cost ~1.7 us each plus ~2.9 us of zeros instead of ~10.5 us (no size change, no block
-reservation each time), and a 1 MiB `pread` of them ~40 us instead of ~150 (DESIGN.md, "Filling the active segment
-ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The zeros are
+and alignment): 16 KB appends cost ~1.7 us each plus ~2.8 us of zeros instead of ~10.3 us (no size change, no block
+reservation each time), and a 1 MiB `pread` of them ~37-40 us instead of ~95-150 (DESIGN.md, "Filling the active
+segment ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The zeros are
 past `size_bytes`, so no read sees them; `trim()` cuts them off when the segment stops being active and at close,
 and a crash leaves them for the next load, which ends the log at the first batch of length 0 (as Kafka's recovery
 of a preallocated segment does). Not on tmpfs or ramfs (`fill_ahead_bytes_for`), where the zeros would be memory.
