@@ -8,10 +8,11 @@ written up to the next multiple of `fill_ahead_bytes`, so the appends after it o
 extending the file. On ext4 the page cache then holds that range in large folios (a write's folio follows its size
 and alignment): 16 KB appends cost ~1.7 us each plus ~2.8 us of zeros instead of ~10.3 us (no size change, no block
 reservation each time), and a 1 MiB `pread` of them ~37-40 us instead of ~95-150 (DESIGN.md, "Filling the active
-segment ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The zeros are
-past `size_bytes`, so no read sees them; `trim()` cuts them off when the segment stops being active and at close,
-and a crash leaves them for the next load, which ends the log at the first batch of length 0 (as Kafka's recovery
-of a preallocated segment does). Not on tmpfs or ramfs (`fill_ahead_bytes_for`), where the zeros would be memory.
+segment ahead"; 256 KiB, since 1 MiB folios cost ten times more to allocate once the page cache has grown). The
+zeros are past `size_bytes`, so no read sees them; `trim()` cuts them off when the segment stops being active and at
+close, and a crash leaves them for the next load, which ends the log at the first batch of length 0 (as Kafka's
+recovery of a preallocated segment does). Not on tmpfs or ramfs (`fill_ahead_bytes_for`), where the zeros would be
+memory.
 """
 
 from __future__ import annotations
