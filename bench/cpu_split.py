@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.cpu_split minikafka|apache [--op produce|consume|assign] [--partitions 8] [--acks all]
         [--record-bytes 1024] [--records 1000000] [--compression none] [--runs 3] [--hook "perf record -p PID ..."]
+        [--override KEY=VALUE ...]
 
 Starts one broker, warms it with two runs of the case, then measures `--runs` more, each on a fresh topic (for
 `--op consume` and `--op assign` the topic is filled first, unmeasured; `assign` reads it with bench.throughput's
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--compression", default="none")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a minikafka broker setting (repeatable), e.g. socket.send.buffer.bytes=-1")
     parser.add_argument("--hook", help="command run around the last measured run; PID is the broker's pid")
     args = parser.parse_args(argv)
     consume = run_consumer_perf if args.op == "consume" else (
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     lib_dir = ensure_kafka_jars()
     with tempfile.TemporaryDirectory(prefix="cpu-split-") as work, contextlib.ExitStack() as stack:
         if args.broker == "minikafka":
-            bootstrap, pid = stack.enter_context(minikafka_server(Path(work)))
+            bootstrap, pid = stack.enter_context(minikafka_server(Path(work), overrides=args.override))
         else:
             kafka = stack.enter_context(ApacheKafka(Path(work) / "apache", lib_dir=lib_dir))
             assert kafka.process is not None

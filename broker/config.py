@@ -28,11 +28,26 @@ from minikafka.broker.share.share_group_configs import SHARE_GROUP_BROKER_CONFIG
 from minikafka.broker.transactions.config import TRANSACTION_CONFIG_DEF, TransactionConfig
 from minikafka.cleaner.config import CLEANER_CONFIG_DEF, CleanerConfig
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.storage.config_def import LONG_MAX, ConfigDef, ConfigKey, ConfigType, at_least, between
+from minikafka.storage.config_def import (
+    LONG_MAX,
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    ConfigValueError,
+    at_least,
+    between,
+)
 from minikafka.storage.free_space import LOG_DIR_CONFIG_DEF
 from minikafka.storage.log_config import TOPIC_TO_BROKER_SYNONYM, LogConfig
 
 log = logging.getLogger(__name__)
+
+
+def os_default_or_at_least_one(value: Any) -> None:
+    """Kafka's socket buffer sizes: -1 leaves the OS default (Kafka's Selectable.USE_DEFAULT_BUFFER_SIZE)."""
+    if value is None or (value != -1 and value < 1):
+        raise ConfigValueError("Value must be -1 (the OS default) or at least 1")
+
 
 BROKER_CONFIG_DEF = ConfigDef(
     [
@@ -69,6 +84,10 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None, "Create topics on Metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 104_857_600, at_least(1), "Largest request."),
+        ConfigKey("socket.send.buffer.bytes", ConfigType.INT, 102_400, os_default_or_at_least_one,
+                  "SO_SNDBUF of every accepted connection (-1: the OS default, which grows with the connection)."),
+        ConfigKey("socket.receive.buffer.bytes", ConfigType.INT, 102_400, os_default_or_at_least_one,
+                  "SO_RCVBUF of the listening sockets, so of every accepted connection (-1: the OS default)."),
         ConfigKey(
             "queued.max.request.bytes", ConfigType.LONG, -1, None,
             "Request bytes the broker holds at once across connections (-1: unbounded), at least "
@@ -279,7 +298,13 @@ def _network_limits(values: Mapping[str, Any]) -> NetworkLimits:
         per_ip_overrides=tuple(parse_ip_overrides(values["max.connections.per.ip.overrides"]).items()),
         connections_max_idle_ms=int(values["connections.max.idle.ms"]),
         queued_max_request_bytes=None if queued == -1 else queued,
+        send_buffer_bytes=_os_default_or_size(values["socket.send.buffer.bytes"]),
+        receive_buffer_bytes=_os_default_or_size(values["socket.receive.buffer.bytes"]),
     )
+
+
+def _os_default_or_size(value: Any) -> int | None:
+    return None if int(value) == -1 else int(value)
 
 
 def load_properties(path: Path) -> dict[str, str]:

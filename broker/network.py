@@ -47,6 +47,7 @@ import enum
 import functools
 import itertools
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -91,6 +92,10 @@ class NetworkLimits:
     per_ip_overrides: tuple[tuple[str, int], ...] = ()
     connections_max_idle_ms: int = 600_000
     queued_max_request_bytes: int | None = None
+    #: SO_SNDBUF of each accepted connection and SO_RCVBUF of the listening sockets (None: the OS default, which
+    #: Linux grows per connection up to net.ipv4.tcp_wmem/tcp_rmem); Kafka's 100 KiB defaults
+    send_buffer_bytes: int | None = 102_400
+    receive_buffer_bytes: int | None = 102_400
 
 
 @dataclass(frozen=True)
@@ -272,6 +277,9 @@ class SocketServer:
                 except OSError as error:
                     raise bind_error("listeners", f"{endpoint.listener_name}://{endpoint.host}:{endpoint.port}",
                                      error, "choose another port or host in listeners") from None
+                if self.limits.receive_buffer_bytes is not None:  # before listen(): accepted sockets inherit it
+                    for listening in server.sockets:
+                        listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.limits.receive_buffer_bytes)
                 self._servers[endpoint.listener_name] = server
                 self.bound_ports[endpoint.listener_name] = server.sockets[0].getsockname()[1]
         except BaseException:
@@ -297,6 +305,15 @@ class SocketServer:
     def connection_count(self) -> int:
         return len(self._clients)
 
+    def _set_send_buffer(self, conn: ClientConnection) -> None:
+        """Kafka's configureAcceptedSocketChannel: SO_SNDBUF from socket.send.buffer.bytes. A small buffer makes
+        the kernel copy a large Fetch response into the socket as the client reads it, while its bytes are still
+        in the CPU's caches (DESIGN.md, "Socket buffers")."""
+        sock = conn.get_extra_info("socket")
+        if self.limits.send_buffer_bytes is not None and sock is not None:
+            with contextlib.suppress(OSError):  # the peer already left: the task finds out on its first read
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
+
     async def _on_connection(self, listener: Listener, conn: ClientConnection) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -307,6 +324,7 @@ class SocketServer:
             log.info("closing connection from %s: %s", peer, refused)
             conn.close()
             return
+        self._set_send_buffer(conn)
         client = self._clients[task] = _Client(ip, task, conn)
         _CURRENT_CLIENT.set(client)  # this task's context only
         session: Session | None = None

@@ -53,6 +53,8 @@ def test_server_properties_is_a_valid_configuration() -> None:
         ("log.segment.bytes", "10", "at least 14"),
         ("auto.create.topics.enable", "maybe", "either true or false"),
         ("log.cleaner.threads", "-1", "at least 0"),
+        ("socket.send.buffer.bytes", "0", "Value must be -1 (the OS default) or at least 1"),
+        ("socket.receive.buffer.bytes", "-2", "Value must be -1 (the OS default) or at least 1"),
         # Kafka 4.3.1's ShareGroupConfig ranges for the lock duration a share-group test lowers
         ("group.share.min.record.lock.duration.ms", "999", "Value must be at least 1000"),
         ("group.share.min.record.lock.duration.ms", "30001", "Value must be no more than 30000"),
