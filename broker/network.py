@@ -25,7 +25,8 @@ bounded by
     queued.max.request.bytes + connections x (SMALL_FRAME_BYTES + READER_LIMIT_BYTES + one socket read)
 however clients behave; a client that trickles a frame holds at most its reservation, and one below
 SMALL_FRAME_BYTES needs no reservation, so small requests (Metadata, Fetch, small Produce) are served even while
-large ones wait for the pool.
+large ones wait for the pool. `socket.send.buffer.bytes` and `socket.receive.buffer.bytes` size each connection's
+kernel buffers as Kafka does (SO_RCVBUF on the listening sockets, SO_SNDBUF on each accepted one; -1 leaves the OS's).
 
 Client quotas (KIP-219): a request that pushes its client over a quota is answered at once with throttle_time_ms,
 and the dispatcher calls `throttle_connection`, which mutes that connection: nothing more is read from it until
@@ -306,9 +307,8 @@ class SocketServer:
         return len(self._clients)
 
     def _set_send_buffer(self, conn: ClientConnection) -> None:
-        """Kafka's configureAcceptedSocketChannel: SO_SNDBUF from socket.send.buffer.bytes. A small buffer makes
-        the kernel copy a large Fetch response into the socket as the client reads it, while its bytes are still
-        in the CPU's caches (DESIGN.md, "Socket buffers")."""
+        """Kafka's configureAcceptedSocketChannel: SO_SNDBUF from socket.send.buffer.bytes (what the size costs a
+        consumer: DESIGN.md, "Socket buffers")."""
         sock = conn.get_extra_info("socket")
         if self.limits.send_buffer_bytes is not None and sock is not None:
             with contextlib.suppress(OSError):  # the peer already left: the task finds out on its first read
