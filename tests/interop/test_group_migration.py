@@ -79,6 +79,10 @@ class _Scenario:
         owned = settle(self.members, sizes, PARTITIONS)
         kind, state = _group(self.bootstrap)
         for member in self.members:
+            if not member.assignment:
+                # A classic member's eager rebalance began after the group settled (it revokes everything first,
+                # so its latest poll owns nothing): commit once it owns its partitions again.
+                settle(self.members, sizes, PARTITIONS)
             member.commit({partition: commit_offset for partition in member.assignment})
         classic_only = all(member.name.startswith("classic") for member in self.members)
         ranges = sorted(sorted(partitions) for partitions in owned)  # range: by member id, and ids are random
