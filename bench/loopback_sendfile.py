@@ -16,8 +16,8 @@ in turn:
 CPU = the sending process's user + system time (`getrusage`), which on loopback also holds the kernel's delivery of
 the segments to the receiving socket. The sender runs on CPU 0 and the reader on CPU 1 (a broker and its consumer
 on a two-core machine) unless `--no-pin`. Prints each round, then the medians and each way's median ratio to
-`read all, then send`. Results so far: bench/results/HISTORY.md (sendfile was never the cheaper way by more than the
-noise on this project's machine; reading and sending each piece is).
+`read all, then send`. Results so far: DESIGN.md, "Socket buffers" (on this project's machine neither sendfile nor
+reading and sending each piece was cheaper by more than the noise).
 """
 
 from __future__ import annotations
