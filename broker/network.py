@@ -45,6 +45,7 @@ import collections
 import contextlib
 import contextvars
 import enum
+import errno
 import functools
 import itertools
 import logging
@@ -293,9 +294,26 @@ class SocketServer:
         self._dispatch = dispatch
         if not self._servers:
             await self.bind()
-        for server in self._servers.values():
+        for name, server in self._servers.items():
             await server.start_serving()
+            self._check_listening(name, server)
         self._idle_reaper = asyncio.create_task(self._close_idle_connections(), name="minikafka-idle-reaper")
+
+    def _check_listening(self, listener_name: str, server: asyncio.Server) -> None:
+        """uvloop's start_serving() swallows a failed listen() (EADDRINUSE: another socket began listening on the
+        port since bind(), such as the admin port set to the same number) and closes the socket; fail start-up
+        with the one-line bind error instead of serving nothing."""
+        for sock in server.sockets:
+            try:
+                listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            except (OSError, ValueError):  # ValueError: uvloop closed it (fd -1)
+                listening = 0
+            if not listening:
+                endpoint = next(listener.endpoint for listener in self.listeners
+                                if listener.endpoint.listener_name == listener_name)
+                raise bind_error("listeners", f"{listener_name}://{endpoint.host}:{self.bound_ports[listener_name]}",
+                                 OSError(errno.EADDRINUSE, "Address already in use"),
+                                 "choose another port or host in listeners")
 
     @property
     def port(self) -> int:

@@ -92,6 +92,19 @@ def test_the_metrics_port_in_use_names_its_key(tmp_path: Path) -> None:
     assert f"minikafka.metrics.port={port}" in line and "address already in use" in line.lower()
 
 
+def test_the_metrics_port_on_the_kafka_listeners_port_names_the_listener(tmp_path: Path) -> None:
+    """The listener is bound before the admin port listens and listens after it (uvloop then closes it without an
+    error): start-up must fail with one line, not serve nothing on the Kafka port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = serve("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override",
+                   f"minikafka.metrics.port={port}", "--override", "log.dirs=data", cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = error_lines(result)
+    assert f"listeners=PLAINTEXT://127.0.0.1:{port}" in line and "address already in use" in line.lower()
+
+
 def test_a_log_dir_that_cannot_be_created_names_log_dirs(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a directory")
     result = serve(*free_ports(tmp_path), "--override", "log.dirs=a-file/data", cwd=tmp_path)
