@@ -204,6 +204,12 @@ def respond_later(frame: ResponseFrame, delay_s: float, on_written: Callable[[],
         _write_held_when_due(client)
 
 
+def _listener_bind_error(endpoint: EndPoint, port: int, error: OSError) -> Exception:
+    """What a listener that cannot listen on `port` fails start-up with (startup_error.bind_error)."""
+    return bind_error("listeners", f"{endpoint.listener_name}://{endpoint.host}:{port}", error,
+                      "choose another port or host in listeners")
+
+
 def _write_held_when_due(client: _Client) -> None:
     """Write the held responses that are due, in order; wait for the next one. A queue rather than a timer per
     response: timers due at the same millisecond need not fire in the order they were set."""
@@ -277,8 +283,7 @@ class SocketServer:
                         ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.ssl_context is not None else None,
                     )
                 except OSError as error:
-                    raise bind_error("listeners", f"{endpoint.listener_name}://{endpoint.host}:{endpoint.port}",
-                                     error, "choose another port or host in listeners") from None
+                    raise _listener_bind_error(endpoint, endpoint.port, error) from None
                 if self.limits.receive_buffer_bytes is not None:  # before listen(): accepted sockets inherit it
                     for listening in server.sockets:
                         listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.limits.receive_buffer_bytes)
@@ -311,9 +316,8 @@ class SocketServer:
             if not listening:
                 endpoint = next(listener.endpoint for listener in self.listeners
                                 if listener.endpoint.listener_name == listener_name)
-                raise bind_error("listeners", f"{listener_name}://{endpoint.host}:{self.bound_ports[listener_name]}",
-                                 OSError(errno.EADDRINUSE, "Address already in use"),
-                                 "choose another port or host in listeners")
+                raise _listener_bind_error(endpoint, self.bound_ports[listener_name],
+                                           OSError(errno.EADDRINUSE, "Address already in use"))
 
     @property
     def port(self) -> int:
