@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from minikafka.broker.package_init import defer_package_init
+from minikafka.protocol.package_init import defer_package_init
 
 if __name__ == "__main__":
     # `python -m minikafka.broker` (MiniKafka's child): no cyclic-garbage collection while the imports below build
@@ -34,7 +34,7 @@ if __name__ == "__main__":
 
 # Before the imports below reach them: the broker uses kafka-python's and aiokafka's protocol and record modules and
 # prometheus_client's metric classes, not the clients and HTTP exposition their __init__ import, and crc32c's extension,
-# not the version lookup (importlib.metadata) of its __init__ (broker/package_init.py;
+# not the version lookup (importlib.metadata) of its __init__ (protocol/package_init.py;
 # tests/broker/test_startup_imports.py guards the start path).
 defer_package_init("kafka", "aiokafka", "aiokafka.record", "prometheus_client", "crc32c",
                    # each re-exports all its modules' message classes; the broker imports a class's own module at

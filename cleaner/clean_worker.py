@@ -66,6 +66,7 @@ from minikafka.cleaner.cleaner import CleanedGroup, Cleaner, CleaningResult, Las
 from minikafka.cleaner.cleaner_stats import CleanerStats
 from minikafka.cleaner.offset_map import OffsetMap
 from minikafka.cleaner.retained_offset_plan import RetainedOffsetPlan
+from minikafka.cleaner.worker_entry import worker_entry
 from minikafka.storage.local_log import collect_aborted_transactions
 from minikafka.storage.log_segment import CLEANED_SUFFIX, LogSegment
 from minikafka.storage.transaction_index import AbortedTransaction
@@ -216,7 +217,7 @@ class CleanWorker:
         self._discard()
         context = multiprocessing.get_context("spawn")
         parent_conn, child_conn = context.Pipe(duplex=True)
-        process = context.Process(target=worker_main, args=(child_conn, self.map_memory_bytes, self.load_factor),
+        process = context.Process(target=worker_entry, args=(child_conn, self.map_memory_bytes, self.load_factor),
                                   name=self.name, daemon=True)
         process.start()
         child_conn.close()

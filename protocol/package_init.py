@@ -7,10 +7,11 @@ and `aiokafka.record._crecords` (aiokafka.record's own `__init__` imports the pu
 helpers); prometheus_client's imports its HTTP exposition (http.server, wsgiref), which the broker
 loads only with its admin HTTP server; crc32c's reads its own version with importlib.metadata (which imports email,
 zipfile, csv... and scans the installed distributions: ~10 ms), while the broker calls only the extension
-`crc32c._crc32c`. `minikafka serve` calls this before its first import reaches them
-(bench/startup.py, tests/broker/test_startup_imports.py). The deferred `__init__` still runs, once, on the first
-use of a name it defines (`from kafka import KafkaProducer`, `kafka.__version__`): a module-level `__getattr__`
-(PEP 562) runs it then. Any thread may call it; the package's `__init__` runs under a lock.
+`crc32c._crc32c`. `minikafka serve` calls this before its first import reaches them (bench/startup.py,
+tests/broker/test_startup_imports.py), and so does the cleaner's worker process (cleaner/worker_entry.py); it sits
+in the bottom layer because the imports it shortens are the protocol and record modules'. The deferred `__init__`
+still runs, once, on the first use of a name it defines (`from kafka import KafkaProducer`, `kafka.__version__`): a
+module-level `__getattr__` (PEP 562) runs it then. Any thread may call it; the package's `__init__` runs under a lock.
 """
 
 from __future__ import annotations
