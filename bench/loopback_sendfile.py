@@ -11,18 +11,21 @@ in turn:
   handler reads every partition, the connection writes the frame);
 - `read, send each`: `os.pread` one piece and send it before reading the next (the copy into the socket reads
   bytes the `pread` has just left in the CPU's caches);
-- `sendfile`: `os.sendfile` of each piece from the file (what Kafka does for plaintext fetches).
+- `sendfile`: `os.sendfile` of each piece from the file (what Kafka does for plaintext fetches);
+- `mmap, send`: map each piece of the file (read-only, shared) and send from the mapping: no copy into a buffer of
+  ours, but the send's copy faults the page-cache pages into the mapping.
 
 CPU = the sending process's user + system time (`getrusage`), which on loopback also holds the kernel's delivery of
 the segments to the receiving socket. The sender runs on CPU 0 and the reader on CPU 1 (a broker and its consumer
 on a two-core machine) unless `--no-pin`. Prints each round, then the medians and each way's median ratio to
 `read all, then send`. Results so far: DESIGN.md, "Socket buffers" (on this project's machine neither sendfile nor
-reading and sending each piece was cheaper by more than the noise).
+reading and sending each piece nor sending from a mapping was cheaper by more than the noise).
 """
 
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import resource
 import socket
@@ -33,7 +36,8 @@ from pathlib import Path
 READ_ALL = "read all, then send"
 READ_EACH = "read, send each"
 SENDFILE = "sendfile"
-WAYS = (READ_ALL, READ_EACH, SENDFILE)
+MMAP = "mmap, send"
+WAYS = (READ_ALL, READ_EACH, SENDFILE, MMAP)
 
 
 def _read_until_closed(port: int, cpu: int | None) -> None:
@@ -72,11 +76,16 @@ def send_once(fd: int, size: int, piece_bytes: int, pieces: int, way: str, pin: 
             elif way == READ_EACH:
                 for position in positions:
                     sender.sendall(os.pread(fd, piece_bytes, position))
-            else:
+            elif way == SENDFILE:
                 for position in positions:
                     end = min(size, position + piece_bytes)
                     while position < end:
                         position += os.sendfile(sender.fileno(), fd, position, end - position)
+            else:
+                for position in positions:  # pieces start at multiples of the chunk size: page-aligned
+                    with mmap.mmap(fd, min(piece_bytes, size - position), prot=mmap.PROT_READ,
+                                   offset=position) as mapped:
+                        sender.sendall(mapped)
         used = _cpu_s() - started
     os.waitpid(reader, 0)
     return used
