@@ -299,12 +299,13 @@ class SocketServer:
         self._dispatch = dispatch
         if not self._servers:
             await self.bind()
-        for name, server in self._servers.items():
+        for listener in self.listeners:
+            server = self._servers[listener.endpoint.listener_name]
             await server.start_serving()
-            self._check_listening(name, server)
+            self._check_listening(listener.endpoint, server)
         self._idle_reaper = asyncio.create_task(self._close_idle_connections(), name="minikafka-idle-reaper")
 
-    def _check_listening(self, listener_name: str, server: asyncio.Server) -> None:
+    def _check_listening(self, endpoint: EndPoint, server: asyncio.Server) -> None:
         """uvloop's start_serving() swallows a failed listen() (EADDRINUSE: another socket began listening on the
         port since bind(), such as the admin port set to the same number) and closes the socket; fail start-up
         with the one-line bind error instead of serving nothing."""
@@ -314,9 +315,7 @@ class SocketServer:
             except (OSError, ValueError):  # ValueError: uvloop closed it (fd -1)
                 listening = 0
             if not listening:
-                endpoint = next(listener.endpoint for listener in self.listeners
-                                if listener.endpoint.listener_name == listener_name)
-                raise _listener_bind_error(endpoint, self.bound_ports[listener_name],
+                raise _listener_bind_error(endpoint, self.bound_ports[endpoint.listener_name],
                                            OSError(errno.EADDRINUSE, "Address already in use"))
 
     @property
