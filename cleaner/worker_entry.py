@@ -2,11 +2,11 @@
 
 A spawned interpreter imports the module of its target before it calls it, and `clean_worker`'s imports reach
 aiokafka's record code and crc32c, whose package `__init__`s import aiokafka's whole client and crc32c's version
-lookup (importlib.metadata): 46 ms of the 118 ms of CPU a worker took from its spawn to its loop (medians of nine
-starts each way), in every broker that lives past the cleaner's prestart delay. This module imports nothing heavy,
-so `worker_entry` can defer those `__init__`s (protocol/package_init.py, as `minikafka serve` does) before it
-imports the worker. Runs in the worker process's main thread; tests/cleaner/test_worker_imports.py checks what the
-worker imports.
+lookup (importlib.metadata): a worker took 132-141 ms of CPU from its spawn to its exit on "stop", 84-87 ms with this
+entry (`python -m bench.cleaner_worker_start`, twice), in every broker that lives past the cleaner's prestart delay.
+This module imports nothing heavy, so `worker_entry` can defer those `__init__`s (protocol/package_init.py, as
+`minikafka serve` does) before it imports the worker. Runs in the worker process's main thread;
+tests/cleaner/test_worker_imports.py checks what the worker imports.
 """
 
 from __future__ import annotations
